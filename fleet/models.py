@@ -1,0 +1,190 @@
+"""The desired-state model: what operators write in desired/ and review in pull requests.
+
+`DesiredFleet` is the whole of desired/: fleet-wide settings, hosts, seats and the gateway.
+Every model is strict (`extra="forbid"`) and frozen; field descriptions feed `fleet schema`.
+Cross-file rules (a seat's host exists, aliases are unique, ...) live in `validate`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, model_validator
+
+from fleet.base import CoreModel
+from fleet.units import ByteSize
+
+
+class ConcurrencyBand(CoreModel):
+    """Accepted range of KV-cache tokens / context length for a seat."""
+
+    min: float = Field(description="Lowest acceptable concurrency, e.g. 1.2 (x).")
+    max: float = Field(description="Highest acceptable concurrency, e.g. 2.5 (x).")
+
+
+class InventorySettings(CoreModel):
+    """Where the generated inventory goes."""
+
+    path: str = Field("inventory/INVENTORY.md", description="Markdown path, repo-relative.")
+
+
+class ComposeSettings(CoreModel):
+    """How compose projects are named on the hosts."""
+
+    project_prefix: str = Field("fleet", description="Project name is <prefix>-<host>.")
+
+
+class ImagePolicy(CoreModel):
+    """Image pinning policy."""
+
+    floating_tags: tuple[str, ...] = Field(
+        ("latest",), description="Tags that float and are therefore errors."
+    )
+    digest: Literal["error", "warn", "ignore"] = Field(
+        "warn", description="What a tag without @sha256 digest is."
+    )
+
+
+class SshSettings(CoreModel):
+    """SSH client settings shared by all hosts."""
+
+    config_file: str | None = Field(
+        None, description="ssh_config resolving host aliases; FLEET_SSH_CONFIG overrides it."
+    )
+
+
+class FleetSettings(CoreModel):
+    """desired/fleet.yaml: fleet-wide defaults."""
+
+    name: str = Field("fleet", description="A name for this fleet, used in commit messages.")
+    concurrency_band: ConcurrencyBand = Field(
+        ConcurrencyBand(min=1.2, max=2.5), description="Default band for every seat."
+    )
+    inventory: InventorySettings = InventorySettings()
+    compose: ComposeSettings = ComposeSettings()
+    images: ImagePolicy = ImagePolicy()
+    ssh: SshSettings = SshSettings()
+
+
+class HostSsh(CoreModel):
+    """How to reach a host: an ssh_config alias, or address, port and user."""
+
+    alias: str | None = Field(None, description="Host entry in the ssh_config file.")
+    address: str | None = Field(None, description="Address, when no alias is used.")
+    port: int = Field(22, ge=1, le=65535, description="sshd port.")
+    user: str = Field("root", description="Login user.")
+
+    @model_validator(mode="after")
+    def _alias_or_address(self) -> HostSsh:
+        if not self.alias and not self.address:
+            raise ValueError("give either alias (an ssh_config Host) or address")
+        return self
+
+
+class GpuSpec(CoreModel):
+    """One GPU of a host, as nvidia-smi names it."""
+
+    index: int = Field(ge=0, description="nvidia-smi index.")
+    name: str = Field(description="Model name as nvidia-smi prints it.")
+    memory: ByteSize = Field(description="Total memory, e.g. 97887MiB.")
+
+
+class Host(CoreModel):
+    """desired/hosts/<name>.yaml: a machine reached over SSH, running a Docker engine."""
+
+    name: str = Field(description="Host name; equals the file name.")
+    ssh: HostSsh = Field(description="How to reach the host.")
+    address: str = Field(description="Address the gateway uses to reach this host's seats.")
+    publish_address: str = Field("0.0.0.0", description="Interface seat ports bind on.")
+    gpus: tuple[GpuSpec, ...] = Field((), description="The host's GPUs.")
+    compose_dir: str = Field("/srv/fleet", description="Directory of compose files on the host.")
+    models_root: str = Field("/models", description="Directory of model directories.")
+    gpu_handover: Literal["device_requests", "runtime"] = Field(
+        "device_requests",
+        description="device_requests: compose device reservations with device_ids; "
+        "runtime: `runtime: nvidia` with NVIDIA_VISIBLE_DEVICES.",
+    )
+
+
+class Speculative(CoreModel):
+    """Speculative decoding of a seat (vLLM `--speculative-config`)."""
+
+    method: str = Field(description="vLLM method, e.g. mtp, qwen3_5_mtp, eagle3, dflash, ngram.")
+    num_tokens: int = Field(description="Speculative tokens per step (k).")
+    draft_model: str | None = Field(None, description="Drafter path, for methods that need one.")
+
+
+class Seat(CoreModel):
+    """desired/seats/<name>.yaml: one engine container serving one model."""
+
+    name: str = Field(description="Seat name; equals the file name.")
+    host: str = Field(description="Host the seat runs on.")
+    gpus: tuple[int, ...] = Field(min_length=1, description="GPU indices; >1 is tensor parallel.")
+    engine: Literal["vllm", "llama.cpp"] = Field("vllm", description="Engine kind.")
+    image: str = Field(description="Image reference, pinned: repo:tag[@sha256:digest].")
+    model: str = Field(description="Model directory on the host.")
+    served_name: str = Field(description="Name the engine serves the model under.")
+    context: int = Field(description="Context length (max model len) in tokens.")
+    kv_cache_bytes: ByteSize | None = Field(None, description="KV-cache budget per GPU.")
+    gpu_memory_utilization: float | None = Field(
+        None, description="Fraction of GPU memory for the engine (instead of kv_cache_bytes)."
+    )
+    concurrency_band: ConcurrencyBand | None = Field(
+        None, description="Overrides the fleet's band."
+    )
+    tensor_parallel_size: int | None = Field(
+        None, description="Must equal the number of GPUs; implied when omitted."
+    )
+    speculative: Speculative | None = Field(None, description="Speculative decoding.")
+    port: int = Field(ge=1, le=65535, description="Port the engine listens on.")
+    aliases: tuple[str, ...] = Field((), description="Gateway aliases routed to this seat.")
+    extra_args: tuple[str, ...] = Field((), description="Engine arguments passed verbatim.")
+    env: dict[str, str] = Field(default_factory=dict, description="Container environment.")
+
+    def band(self, default: ConcurrencyBand) -> ConcurrencyBand:
+        """The band this seat is held to."""
+        return self.concurrency_band or default
+
+
+class GatewayRestart(CoreModel):
+    """How the gateway picks up a new config: a container to restart, or a command."""
+
+    container: str | None = Field(None, description="Docker container name to restart.")
+    command: str | None = Field(None, description="Command run on the gateway host.")
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> GatewayRestart:
+        if (self.container is None) == (self.command is None):
+            raise ValueError("give exactly one of container and command")
+        return self
+
+
+class Gateway(CoreModel):
+    """desired/gateway.yaml: the LiteLLM proxy."""
+
+    host: str = Field(description="Host the proxy runs on.")
+    config_path: str = Field(description="LiteLLM config file on that host.")
+    url: str = Field(description="Proxy URL used to verify aliases.")
+    master_key: str | None = Field(None, description="A ${ENV_VAR} reference, never a literal.")
+    restart: GatewayRestart = Field(description="How to restart the proxy.")
+    provider_prefix: str = Field("hosted_vllm/", description="LiteLLM provider prefix.")
+    alias_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Extra litellm_params per alias."
+    )
+    fallbacks: dict[str, tuple[str, ...]] = Field(
+        default_factory=dict, description="Alias -> aliases tried when it fails."
+    )
+    retired_aliases: tuple[str, ...] = Field((), description="Aliases to remove.")
+
+
+class DesiredFleet(CoreModel):
+    """The whole of desired/."""
+
+    settings: FleetSettings = FleetSettings()
+    hosts: dict[str, Host] = Field(default_factory=dict)
+    seats: dict[str, Seat] = Field(default_factory=dict)
+    gateway: Gateway | None = None
+
+    def seats_on(self, host: str) -> list[Seat]:
+        """Seats of one host, sorted by name."""
+        return sorted((s for s in self.seats.values() if s.host == host), key=lambda s: s.name)

@@ -1,0 +1,41 @@
+"""Problems found in desired/: one line each, `path:line: severity: message`.
+
+Produced by `load` (syntax and schema) and `validate` (cross-file rules); printed by the
+command line, which exits 1 when any of them is an error.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from fleet.base import CoreModel
+
+
+class Severity(StrEnum):
+    """How bad a problem is: errors block, warnings inform."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+class Problem(CoreModel):
+    """One thing wrong with desired/, located at a file and line."""
+
+    path: str
+    line: int | None = None
+    severity: Severity = Severity.ERROR
+    message: str
+
+    def __str__(self) -> str:
+        where = f"{self.path}:{self.line}" if self.line else self.path
+        return f"{where}: {self.severity.value}: {self.message}"
+
+
+def has_errors(problems: list[Problem]) -> bool:
+    """True when any problem blocks."""
+    return any(p.severity is Severity.ERROR for p in problems)
+
+
+def sort_problems(problems: list[Problem]) -> list[Problem]:
+    """File, then line, then message: stable output that diffs cleanly."""
+    return sorted(problems, key=lambda p: (p.path, p.line or 0, p.message))

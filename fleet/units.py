@@ -1,0 +1,58 @@
+"""Byte sizes as operators write them: `10GiB`, `10240MiB`, `512MB` or a plain integer.
+
+Used by the spec models (KV budgets, GPU memory) and by renderers that print sizes back.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from pydantic import BeforeValidator, PlainSerializer
+
+_UNITS = {
+    "": 1,
+    "B": 1,
+    "KIB": 1024,
+    "MIB": 1024**2,
+    "GIB": 1024**3,
+    "TIB": 1024**4,
+    "KB": 1000,
+    "MB": 1000**2,
+    "GB": 1000**3,
+    "TB": 1000**4,
+}
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([A-Za-z]*)\s*$")
+SIZE_HINT = "a size like 10GiB, 10240MiB or an integer number of bytes"
+
+
+def parse_bytes(value: object) -> int:
+    """Turn `10GiB`, `10240MiB`, `1.5GB` or an int into a number of bytes."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected {SIZE_HINT}, got {value!r}")
+    if isinstance(value, int):
+        if value < 0:
+            raise ValueError(f"expected {SIZE_HINT}, got a negative number")
+        return value
+    if isinstance(value, str):
+        match = _SIZE.match(value)
+        if match and match.group(2).upper() in _UNITS:
+            return int(float(match.group(1)) * _UNITS[match.group(2).upper()])
+    raise ValueError(f"expected {SIZE_HINT}, got {value!r}")
+
+
+def format_bytes(size: int) -> str:
+    """The shortest exact binary spelling of a size: 10GiB, 10240MiB stays 10GiB."""
+    for unit in ("TiB", "GiB", "MiB", "KiB"):
+        factor = _UNITS[unit.upper()]
+        if size >= factor and size % factor == 0:
+            return f"{size // factor}{unit}"
+    return str(size)
+
+
+def to_gib(size: int) -> float:
+    """Bytes as GiB, for tables."""
+    return size / 1024**3
+
+
+ByteSize = Annotated[int, BeforeValidator(parse_bytes), PlainSerializer(format_bytes)]

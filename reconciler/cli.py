@@ -1,0 +1,113 @@
+"""The `fleet` command line: the one place that prints errors and picks exit codes.
+
+Exit codes: 0 success or in sync, 2 differences found (plan, check), 1 any error.
+A `FleetError` prints one red line; anything else prints "internal error" and where the
+traceback was written, never the traceback itself (locals could hold secrets).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+import traceback
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from fleet import __version__
+from fleet.errors import FleetError, ValidationFailed
+from fleet.problems import Problem, Severity
+from fleet.schema import fleet_schema
+from reconciler.desired import desired_dir, load_desired
+
+app = typer.Typer(
+    name="fleet",
+    help="Declarative GitOps for self-hosted LLM inference fleets.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    add_completion=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+DesiredOption = Annotated[
+    Path | None,
+    typer.Option("--desired", "-d", help="desired/ directory [default: $FLEET_DESIRED or ./desired]"),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
+
+
+def print_problems(problems: list[Problem]) -> None:
+    """Each problem on one line, errors red and warnings yellow."""
+    for problem in problems:
+        style = "red" if problem.severity is Severity.ERROR else "yellow"
+        err.print(str(problem), style=style, markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
+def validate(desired: DesiredOption = None, as_json: JsonOption = False) -> None:
+    """Check desired/ offline: syntax, schema and fleet rules. Never contacts a host."""
+    root = desired_dir(desired)
+    loaded, problems = load_desired(root)
+    errors = [p for p in problems if p.severity is Severity.ERROR]
+    if as_json:
+        payload = [p.model_dump(mode="json") for p in problems]
+        out.print_json(json.dumps(payload, sort_keys=True))
+    else:
+        print_problems(problems)
+        if not errors and loaded.fleet is not None:
+            fleet = loaded.fleet
+            out.print(f"{root}: valid ({len(fleet.hosts)} hosts, {len(fleet.seats)} seats, "
+                      f"{len(problems)} warnings)", highlight=False)
+    raise typer.Exit(1 if errors else 0)
+
+
+@app.command()
+def schema(
+    kind: Annotated[str, typer.Argument(help="fleet, host, seat, gateway or all")] = "all",
+) -> None:
+    """Print the JSON Schema of desired/ files, for editors and CI."""
+    out.print_json(json.dumps(fleet_schema(kind), sort_keys=True))
+
+
+@app.command()
+def version() -> None:
+    """Print fleet's version."""
+    out.print(f"fleet {__version__}")
+
+
+def main() -> None:
+    """Entry point: run the app inside the one error boundary."""
+    try:
+        app(standalone_mode=False)
+    except typer.Exit as done:
+        sys.exit(done.exit_code)
+    except ValidationFailed as failure:
+        print_problems([p for p in failure.problems if isinstance(p, Problem)])
+        err.print(f"error: {failure}", style="red", markup=False, highlight=False)
+        sys.exit(1)
+    except FleetError as failure:
+        err.print(f"error: {failure}", style="red", markup=False, highlight=False)
+        sys.exit(1)
+    except Exception as failure:  # the boundary: anything else is our bug
+        sys.exit(_internal_error(failure))
+
+
+def _internal_error(failure: BaseException) -> int:
+    import click
+
+    if isinstance(failure, click.exceptions.Abort):
+        err.print("aborted", style="red")
+        return 1
+    if isinstance(failure, click.ClickException):
+        failure.show()
+        return failure.exit_code
+    with tempfile.NamedTemporaryFile("w", prefix="fleet-crash-", suffix=".txt",
+                                     delete=False) as report:
+        traceback.print_exception(failure, file=report)
+    err.print(f"internal error: {type(failure).__name__}: {failure} (traceback written to "
+              f"{report.name})", style="red", markup=False, highlight=False)
+    return 1
