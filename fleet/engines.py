@@ -10,17 +10,48 @@ from __future__ import annotations
 
 import re
 
-MTP_METHODS = frozenset({
-    "deepseek_mtp", "dots3_note_mtp", "mimo_mtp", "mimo_v2_mtp", "glm4_moe_mtp",
-    "glm4_moe_lite_mtp", "glm_ocr_mtp", "ernie_mtp", "nemotron_h_mtp", "exaone_moe_mtp",
-    "exaone4_5_mtp", "qwen3_next_mtp", "qwen4_exp_mtp", "qwen3_5_mtp", "longcat_flash_mtp",
-    "bailing_hybrid_v3_mtp", "minimax_m3_mtp", "bailing_hybrid_mtp", "mtp", "kimi_k3_mtp",
-    "pangu_ultra_moe_mtp", "step3p5_mtp", "hy_v3_mtp", "hy_v4_mtp", "gemma4_mtp",
-    "inkling_mtp", "glm5_next_mtp",
-})
-DRAFTER_METHODS = frozenset({
-    "draft_model", "eagle", "eagle3", "medusa", "mlp_speculator", "dflash", "dspark",
-})
+MTP_METHODS = frozenset(
+    {
+        "deepseek_mtp",
+        "dots3_note_mtp",
+        "mimo_mtp",
+        "mimo_v2_mtp",
+        "glm4_moe_mtp",
+        "glm4_moe_lite_mtp",
+        "glm_ocr_mtp",
+        "ernie_mtp",
+        "nemotron_h_mtp",
+        "exaone_moe_mtp",
+        "exaone4_5_mtp",
+        "qwen3_next_mtp",
+        "qwen4_exp_mtp",
+        "qwen3_5_mtp",
+        "longcat_flash_mtp",
+        "bailing_hybrid_v3_mtp",
+        "minimax_m3_mtp",
+        "bailing_hybrid_mtp",
+        "mtp",
+        "kimi_k3_mtp",
+        "pangu_ultra_moe_mtp",
+        "step3p5_mtp",
+        "hy_v3_mtp",
+        "hy_v4_mtp",
+        "gemma4_mtp",
+        "inkling_mtp",
+        "glm5_next_mtp",
+    }
+)
+DRAFTER_METHODS = frozenset(
+    {
+        "draft_model",
+        "eagle",
+        "eagle3",
+        "medusa",
+        "mlp_speculator",
+        "dflash",
+        "dspark",
+    }
+)
 DRAFTLESS_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"}) | MTP_METHODS
 OPEN_METHODS = frozenset({"custom_class", "extract_hidden_states"})
 SPECULATIVE_METHODS = DRAFTER_METHODS | DRAFTLESS_METHODS | OPEN_METHODS

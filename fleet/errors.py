@@ -19,6 +19,8 @@ command line is the one place that prints them and picks exit codes.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 
 class FleetError(Exception):
     """Base of every error fleet reports to a user as one line."""
@@ -39,9 +41,9 @@ class SpecError(FleetError):
 class ValidationFailed(FleetError):
     """desired/ was read but breaks one or more rules; `problems` holds them all."""
 
-    def __init__(self, message: str, problems: list[object]) -> None:
+    def __init__(self, message: str, problems: Sequence[object]) -> None:
         super().__init__(message)
-        self.problems = problems
+        self.problems = list(problems)
 
 
 class FactError(FleetError):

@@ -28,5 +28,5 @@ def parse_image(reference: str) -> ImageRef:
     colon = rest.rfind(":")
     tag = None
     if colon > last_slash:
-        rest, tag = rest[:colon], rest[colon + 1:]
+        rest, tag = rest[:colon], rest[colon + 1 :]
     return ImageRef(repository=rest, tag=tag or None, digest=digest or None)

@@ -53,8 +53,12 @@ class Sources:
         """A problem located at `loc` of file `rel`."""
         severity = "warning" if warning else "error"
         return Problem.model_validate(
-            {"path": self.display(rel), "line": self.line(rel, loc),
-             "severity": severity, "message": message}
+            {
+                "path": self.display(rel),
+                "line": self.line(rel, loc),
+                "severity": severity,
+                "message": message,
+            }
         )
 
 
@@ -98,12 +102,18 @@ def _parse_yaml(rel: str, text: str, sources: Sources, problems: list[Problem]) 
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark else None
         reason = err.problem or err.context or "invalid YAML"
-        problems.append(Problem(path=sources.display(rel), line=line,
-                                message=f"YAML syntax error: {reason}"))
+        problems.append(
+            Problem(path=sources.display(rel), line=line, message=f"YAML syntax error: {reason}")
+        )
         return None
     if not isinstance(tree, CommentedMap):
-        problems.append(Problem(path=sources.display(rel), line=1,
-                                message="expected a mapping of keys to values at the top level"))
+        problems.append(
+            Problem(
+                path=sources.display(rel),
+                line=1,
+                message="expected a mapping of keys to values at the top level",
+            )
+        )
         return None
     return tree
 
@@ -123,9 +133,14 @@ def _build_parts(sources: Sources, problems: list[Problem]) -> dict[str, Any]:
             if built is not None:
                 parts[f"{kind}s"][stem] = built
         else:
-            problems.append(sources.problem(rel, (), "ignored: not fleet.yaml, gateway.yaml, "
-                                            "hosts/<name>.yaml or seats/<name>.yaml",
-                                            warning=True))
+            problems.append(
+                sources.problem(
+                    rel,
+                    (),
+                    "ignored: not fleet.yaml, gateway.yaml, hosts/<name>.yaml or seats/<name>.yaml",
+                    warning=True,
+                )
+            )
     return {k: v for k, v in parts.items() if v is not None}
 
 
@@ -139,18 +154,23 @@ def _classify(rel: str) -> tuple[str, str]:
     return "unknown", stem
 
 
-def _named(rel: str, stem: str, data: dict[str, Any], sources: Sources,
-           problems: list[Problem], kind: str) -> dict[str, Any]:
+def _named(
+    rel: str, stem: str, data: dict[str, Any], sources: Sources, problems: list[Problem], kind: str
+) -> dict[str, Any]:
     name = data.setdefault("name", stem)
     if name != stem:
-        problems.append(sources.problem(
-            rel, ("name",), f"{kind} name {name!r} must equal the file name {stem!r}"))
+        problems.append(
+            sources.problem(
+                rel, ("name",), f"{kind} name {name!r} must equal the file name {stem!r}"
+            )
+        )
         data["name"] = stem
     return data
 
 
-def _build(model: type[M], rel: str, data: dict[str, Any], sources: Sources,
-                         problems: list[Problem]) -> M | None:
+def _build(
+    model: type[M], rel: str, data: dict[str, Any], sources: Sources, problems: list[Problem]
+) -> M | None:
     try:
         return model.model_validate(data)
     except ValidationError as err:

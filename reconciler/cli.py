@@ -30,12 +30,14 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-out = Console()
-err = Console(stderr=True)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
 
 DesiredOption = Annotated[
     Path | None,
-    typer.Option("--desired", "-d", help="desired/ directory [default: $FLEET_DESIRED or ./desired]"),
+    typer.Option(
+        "--desired", "-d", help="desired/ directory [default: $FLEET_DESIRED or ./desired]"
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
 
@@ -44,7 +46,7 @@ def print_problems(problems: list[Problem]) -> None:
     """Each problem on one line, errors red and warnings yellow."""
     for problem in problems:
         style = "red" if problem.severity is Severity.ERROR else "yellow"
-        err.print(str(problem), style=style, markup=False, highlight=False, soft_wrap=True)
+        err.print(str(problem), style=style, markup=False, highlight=False)
 
 
 @app.command()
@@ -60,8 +62,11 @@ def validate(desired: DesiredOption = None, as_json: JsonOption = False) -> None
         print_problems(problems)
         if not errors and loaded.fleet is not None:
             fleet = loaded.fleet
-            out.print(f"{root}: valid ({len(fleet.hosts)} hosts, {len(fleet.seats)} seats, "
-                      f"{len(problems)} warnings)", highlight=False)
+            out.print(
+                f"{root}: valid ({len(fleet.hosts)} hosts, {len(fleet.seats)} seats, "
+                f"{len(problems)} warnings)",
+                highlight=False,
+            )
     raise typer.Exit(1 if errors else 0)
 
 
@@ -82,9 +87,9 @@ def version() -> None:
 def main() -> None:
     """Entry point: run the app inside the one error boundary."""
     try:
-        app(standalone_mode=False)
+        code = app(standalone_mode=False)
     except typer.Exit as done:
-        sys.exit(done.exit_code)
+        code = done.exit_code
     except ValidationFailed as failure:
         print_problems([p for p in failure.problems if isinstance(p, Problem)])
         err.print(f"error: {failure}", style="red", markup=False, highlight=False)
@@ -94,6 +99,7 @@ def main() -> None:
         sys.exit(1)
     except Exception as failure:  # the boundary: anything else is our bug
         sys.exit(_internal_error(failure))
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def _internal_error(failure: BaseException) -> int:
@@ -105,9 +111,14 @@ def _internal_error(failure: BaseException) -> int:
     if isinstance(failure, click.ClickException):
         failure.show()
         return failure.exit_code
-    with tempfile.NamedTemporaryFile("w", prefix="fleet-crash-", suffix=".txt",
-                                     delete=False) as report:
+    with tempfile.NamedTemporaryFile(
+        "w", prefix="fleet-crash-", suffix=".txt", delete=False
+    ) as report:
         traceback.print_exception(failure, file=report)
-    err.print(f"internal error: {type(failure).__name__}: {failure} (traceback written to "
-              f"{report.name})", style="red", markup=False, highlight=False)
+    err.print(
+        f"internal error: {type(failure).__name__}: {failure} (traceback written to {report.name})",
+        style="red",
+        markup=False,
+        highlight=False,
+    )
     return 1
