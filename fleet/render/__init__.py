@@ -1,0 +1,1 @@
+"""Renderers: deterministic text out of specs and facts (compose, gateway, inventory)."""

@@ -1,0 +1,225 @@
+"""Edit a LiteLLM config so that fleet's aliases match desired/, touching nothing else.
+
+Called by `fleet render gateway`, plan and apply. The edit is a splice of text lines, not a
+re-dump: ruamel.yaml tells where each `model_list` item and fallback item starts and ends,
+fleet replaces only its own items (`model_info.id: fleet:<seat>:<alias>`), adopts a
+hand-written item for an alias desired/ now declares, deletes retired aliases, and appends
+new items. Every other byte (comments, order, foreign entries, quoting) stays as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from fleet.errors import GatewayError
+from fleet.gateway_config import MANAGED_PREFIX, load_tree, parse_gateway_config
+from fleet.models import DesiredFleet
+from fleet.render.yamltext import dump_yaml
+
+Decide = Callable[[Any], str | None]  # item -> replacement key, "" to delete, None to keep
+
+
+def entry_id(seat: str, alias: str) -> str:
+    """The stable id of a managed entry: derived from seat and alias, never from params."""
+    return f"{MANAGED_PREFIX}{seat}:{alias}"
+
+
+def desired_entries(fleet: DesiredFleet) -> dict[str, dict[str, Any]]:
+    """alias -> the model_list item fleet wants, for every alias in desired/."""
+    gateway = fleet.gateway
+    prefix = gateway.provider_prefix if gateway else "hosted_vllm/"
+    entries: dict[str, dict[str, Any]] = {}
+    for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+        host = fleet.hosts[seat.host]
+        for alias in seat.aliases:
+            params: dict[str, Any] = {
+                "model": f"{prefix}{seat.served_name}",
+                "api_base": f"http://{host.address}:{seat.port}/v1",
+            }
+            params.update(
+                sorted((gateway.alias_params.get(alias) or {}).items()) if gateway else []
+            )
+            entries[alias] = {
+                "model_name": alias,
+                "litellm_params": params,
+                "model_info": {"id": entry_id(seat.name, alias)},
+            }
+    return dict(sorted(entries.items()))
+
+
+def render_gateway_config(text: str, fleet: DesiredFleet) -> str:
+    """The config text with fleet's entries and fallbacks as desired/ says."""
+    gateway = fleet.gateway
+    retired = set(gateway.retired_aliases) if gateway else set()
+    wanted = desired_entries(fleet)
+    fallbacks = {a: list(t) for a, t in sorted((gateway.fallbacks if gateway else {}).items())}
+    text = _splice_models(text, wanted, retired)
+    text = _splice_fallbacks(text, fallbacks, set(wanted) | retired)
+    _check(text, wanted, retired)
+    return text
+
+
+def _splice_models(text: str, wanted: dict[str, dict[str, Any]], retired: set[str]) -> str:
+    pending = dict(wanted)
+
+    def decide(item: Any) -> str | None:
+        if not isinstance(item, dict) or "model_name" not in item:
+            return None
+        alias = str(item["model_name"])
+        info = item.get("model_info")
+        managed = isinstance(info, dict) and str(info.get("id", "")).startswith(MANAGED_PREFIX)
+        if alias in pending:
+            return alias
+        if (managed and alias not in wanted) or alias in retired or alias in wanted:
+            return ""  # a stale managed entry, a retired alias, or a duplicate
+        return None
+
+    return _splice(text, ("model_list",), decide, pending, lambda a: wanted[a])
+
+
+def _splice_fallbacks(text: str, wanted: dict[str, list[str]], owned: set[str]) -> str:
+    tree = load_tree(text)
+    section = next(
+        (
+            s
+            for s in ("router_settings", "litellm_settings")
+            if isinstance(tree.get(s), dict) and "fallbacks" in tree[s]
+        ),
+        None,
+    )
+    if section is None and not wanted:
+        return text
+    pending = dict(wanted)
+
+    def decide(item: Any) -> str | None:
+        if not isinstance(item, dict) or len(item) != 1:
+            return None
+        alias = str(next(iter(item)))
+        if alias in pending:
+            return alias
+        return "" if alias in owned else None
+
+    path = (section or "router_settings", "fallbacks")
+    return _splice(text, path, decide, pending, lambda a: {a: wanted[a]})
+
+
+def _splice(
+    text: str,
+    path: tuple[str, ...],
+    decide: Decide,
+    pending: dict[str, Any],
+    render: Callable[[str], Any],
+) -> str:
+    """Replace, delete or append items of the block sequence at `path`."""
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    tree = load_tree("".join(lines))
+    seq = _find_seq(tree, path)
+    if seq is None:
+        return _insert_block(lines, tree, path, [render(k) for k in pending]) if pending else text
+    spans = _item_spans(lines, seq, _block_end(lines, seq))
+    out: list[str] = []
+    cursor = 0
+    for item, (start, stop, column) in zip(seq, spans, strict=True):
+        out += lines[cursor:start]
+        key = decide(item)
+        if key is None:
+            out += lines[start:stop]
+        elif key:
+            out += _item_text(render(key), column)
+            pending.pop(key)
+        cursor = stop
+    out += lines[cursor : spans[-1][1]]
+    for key in list(pending):
+        out += _item_text(render(key), spans[-1][2])
+        del pending[key]
+    return "".join(out + lines[spans[-1][1] :])
+
+
+def _find_seq(tree: CommentedMap, path: tuple[str, ...]) -> CommentedSeq | None:
+    """The block sequence at `path`, None when the key is absent."""
+    node: Any = tree
+    for key in path[:-1]:
+        node = node.get(key) if isinstance(node, CommentedMap) else None
+    if not isinstance(node, CommentedMap) or node.get(path[-1]) is None:
+        return None
+    seq = node[path[-1]]
+    if not isinstance(seq, CommentedSeq) or not seq or seq.fa.flow_style():
+        raise GatewayError(
+            f"gateway config: {'.'.join(path)} must be a non-empty block "
+            "list for fleet to edit it in place"
+        )
+    return seq
+
+
+def _insert_block(
+    lines: list[str], tree: CommentedMap, path: tuple[str, ...], items: list[Any]
+) -> str:
+    """Add the missing key at `path` (and its parent if needed) holding `items`."""
+    parent = tree.get(path[0]) if len(path) > 1 else None
+    if len(path) > 1 and isinstance(parent, CommentedMap) and parent:
+        column = parent.lc.key(next(iter(parent)))[1]
+        at = tree.lc.key(path[0])[0] + 1
+        block = [f"{' ' * column}{path[-1]}:\n"]
+        block += [t for item in items for t in _item_text(item, column + 2)]
+        return "".join(lines[:at] + block + lines[at:])
+    if len(path) > 1 and path[0] in tree:
+        raise GatewayError(f"gateway config: {path[0]} must be a mapping")
+    block = [f"{' ' * (2 * depth)}{key}:\n" for depth, key in enumerate(path)]
+    block += [t for item in items for t in _item_text(item, 2 * (len(path) - 1))]
+    return "".join(lines + block)
+
+
+def _block_end(lines: list[str], seq: CommentedSeq) -> int:
+    """First line after the sequence: the next line indented at or left of its dashes."""
+    first = seq.lc.item(0)[0]
+    dash = len(lines[first]) - len(lines[first].lstrip(" "))
+    for index in range(first + 1, len(lines)):
+        stripped = lines[index].strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        indent = len(lines[index]) - len(lines[index].lstrip(" "))
+        if indent < dash or (indent == dash and not stripped.startswith("-")):
+            return _trim(lines, first, index)
+    return _trim(lines, first, len(lines))
+
+
+def _item_spans(lines: list[str], seq: CommentedSeq, end: int) -> list[tuple[int, int, int]]:
+    starts = [seq.lc.item(i)[0] for i in range(len(seq))]
+    spans = []
+    for i, start in enumerate(starts):
+        stop = starts[i + 1] if i + 1 < len(starts) else end
+        column = len(lines[start]) - len(lines[start].lstrip(" "))
+        spans.append((start, _trim(lines, start, stop), column))
+    return spans
+
+
+def _trim(lines: list[str], start: int, stop: int) -> int:
+    """Move `stop` up past blank and comment lines that trail an item."""
+    while stop > start + 1 and (
+        not lines[stop - 1].strip() or lines[stop - 1].lstrip().startswith("#")
+    ):
+        stop -= 1
+    return stop
+
+
+def _item_text(value: Any, column: int) -> list[str]:
+    body = dump_yaml(value).splitlines()
+    pad = " " * column
+    return [f"{pad}- {body[0]}\n"] + [f"{pad}  {line}\n" for line in body[1:]]
+
+
+def _check(text: str, wanted: dict[str, dict[str, Any]], retired: set[str]) -> None:
+    """The edited text parses and routes every alias as desired."""
+    config = parse_gateway_config(text)
+    routed = config.by_alias()
+    for alias, item in wanted.items():
+        entry = routed.get(alias)
+        if entry is None or entry.api_base != item["litellm_params"]["api_base"]:
+            raise GatewayError(f"gateway config edit lost alias {alias!r}")
+    if retired & set(routed):
+        raise GatewayError("gateway config edit kept a retired alias")
