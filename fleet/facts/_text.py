@@ -1,0 +1,121 @@
+"""Text clean-up and number parsing shared by the fact parsers.
+
+Command output reaches the parsers as it was captured: terminal colours (ANSI escape
+sequences), carriage returns from progress bars redrawing a line, thousands separators in
+numbers. Every parser in `fleet.facts` cleans its input with `clean_lines` first and reads
+numbers with `to_int` / `to_float`, which return None instead of raising.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+
+# CSI sequences: colours (`ESC[1;36m`) and the cursor moves tqdm emits (`ESC[A`, `ESC[K`).
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+# A number longer than this is garbage, not a fact (and int() refuses > 4300 digits).
+_MAX_DIGITS = 40
+
+
+def strip_ansi(text: str) -> str:
+    """The text without ANSI escape sequences."""
+    return _ANSI.sub("", text)
+
+
+def clean_lines(text: str) -> list[str]:
+    """Lines without colours or trailing whitespace; a carriage return ends a line.
+
+    A progress bar redrawn with `\\r` and a log line glued after it become separate lines.
+    """
+    return [line.rstrip() for line in strip_ansi(text).splitlines()]
+
+
+def to_int(text: str | None) -> int | None:
+    """`'2,640,144'` -> 2640144; None for anything that is not a plain integer."""
+    if text is None:
+        return None
+    digits = text.strip().replace(",", "")
+    if not re.fullmatch(r"[+-]?\d+", digits) or len(digits) > _MAX_DIGITS:
+        return None
+    return int(digits)
+
+
+def to_float(text: str | None) -> float | None:
+    """`'15.3916'` -> 15.3916; None for anything that is not a finite decimal number."""
+    if text is None:
+        return None
+    digits = text.strip().replace(",", "")
+    if not re.fullmatch(r"[+-]?(\d+(\.\d*)?|\.\d+)", digits) or len(digits) > _MAX_DIGITS:
+        return None
+    return float(digits)
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split at `sep` outside brackets and quotes: `a=1, b=(2, 3)` -> `['a=1', ' b=(2, 3)']`.
+
+    Tolerates unbalanced input (a truncated line): whatever is left is the last item.
+    """
+    items: list[str] = []
+    depth, quote, start = 0, "", 0
+    for pos, char in enumerate(text):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth = max(0, depth - 1)
+        elif char == sep and depth == 0:
+            items.append(text[start:pos])
+            start = pos + 1
+    items.append(text[start:])
+    return [item for item in items if item.strip()]
+
+
+def literal(text: str) -> object:
+    """A Python or JSON literal as a value (`'x'`, `None`, `[1, 2]`, `true`), else the text."""
+    stripped = text.strip()
+    try:
+        return ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        pass
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        return stripped
+
+
+def parse_assignments(text: str) -> dict[str, object]:
+    """`model='x', max_seq_len=8192, quantization=None` -> a dict of literal values.
+
+    The format of vLLM's engine-config line and of `args: Namespace(...)`.
+    """
+    result: dict[str, object] = {}
+    for item in split_top_level(text):
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if sep and re.fullmatch(r"[A-Za-z_]\w*", key):
+            result.setdefault(key, literal(value))
+    return result
+
+
+def parse_dict_literal(text: str) -> dict[str, object]:
+    """`{'model': 'x', 'port': 8001}` -> a dict, item by item, so one odd value spoils nothing.
+
+    vLLM's `non-default args:` line mixes Python literals with JSON (`null`, `true`) inside
+    nested values, which defeats a whole-line `ast.literal_eval`.
+    """
+    body = text.strip()
+    if body.startswith("{"):
+        body = body[1:]
+    if body.endswith("}"):
+        body = body[:-1]
+    result: dict[str, object] = {}
+    for item in split_top_level(body):
+        key_text, sep, value = item.partition(":")
+        key = literal(key_text)
+        if sep and isinstance(key, str):
+            result.setdefault(key, literal(value))
+    return result

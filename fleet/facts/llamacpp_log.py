@@ -1,0 +1,167 @@
+"""Facts from a llama.cpp `llama-server` log: context, slots, KV buffer, model, offload.
+
+Called by the reconciler on the log of a llama-server seat (journal or `docker logs`) and
+by `fleet explain log`. Reads the classic format (`llama_context: n_ctx = 6912`,
+`llama_kv_cache: CUDA0 KV buffer size = 135.00 MiB`) and the timestamped `-lv` format of
+newer builds (`0.22.632.867 I srv load_model: initializing, n_slots = 1, ...`), which
+prints fewer facts. KV buffers logged after `loading draft model` belong to the drafter.
+"""
+
+from __future__ import annotations
+
+import re
+
+from fleet.base import CoreModel
+from fleet.facts._text import clean_lines, to_float, to_int
+
+_BUILD = re.compile(r"^build: (\d+ \(\w+\))")
+_MODEL = re.compile(r"load_model: loading model '([^']*)'")
+_DRAFT = re.compile(r"loading draft model '([^']*)'")
+_ARCH = re.compile(r"print_info: arch\s*=\s*(\S+)")
+_CTX_TRAIN = re.compile(r"print_info: n_ctx_train\s*=\s*(\d+)")
+_N_CTX = re.compile(r"llama_context: n_ctx\s*=\s*(\d+)")
+_SLOT_CTX = re.compile(r"n_ctx_slot = (\d+)|new slot,? n_ctx(?:_slot)? = (\d+)")
+_SLOTS = re.compile(r"n_slots = (\d+)|using n_parallel = (\d+)")
+_UNIFIED = re.compile(r"kv_unified\s*=\s*'?(true|false)'?")
+_KV_BUFFER = re.compile(r"(\S+)\s+(?:paged\s+)?KV buffer size\s*=\s*([\d.]+) MiB")
+_KV_SIZE = re.compile(r"llama_kv_cache\w*: size =\s*([\d.]+) MiB.*?K \((\w+)\):.*?V \((\w+)\)")
+_RECURRENT = re.compile(r"llama_memory_recurrent: size =\s*([\d.]+) MiB")
+_FILE_SIZE = re.compile(r"(?:file|model) size\s*=\s*([\d.]+) (GiB|MiB)")
+_MODEL_BUFFER = re.compile(r"load_tensors:\s+(\S+) model buffer size\s*=\s*([\d.]+) MiB")
+_OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
+_LISTENING = re.compile(r"listening on (\S+)")
+_ERROR = re.compile(
+    r"error loading model|failed to load model|failed to allocate|out of memory", re.IGNORECASE
+)
+
+
+class DeviceBuffer(CoreModel):
+    """A buffer llama.cpp allocated on one device (`CUDA0`, `CPU_Mapped`, `Vulkan0`)."""
+
+    device: str
+    mib: float
+
+
+class LlamaCppReport(CoreModel):
+    """What a llama-server log says; a fact the log does not state is None.
+
+    `ctx_size` is the whole context (`n_ctx`), `ctx_per_slot` what one slot may use;
+    `kv_buffer_mib` sums the target model's KV buffers over devices.
+    """
+
+    build: str | None = None
+    model_path: str | None = None
+    arch: str | None = None
+    n_ctx_train: int | None = None
+    ctx_size: int | None = None
+    ctx_per_slot: int | None = None
+    parallel_slots: int | None = None
+    kv_unified: bool | None = None
+    kv_buffer_mib: float | None = None
+    kv_type_k: str | None = None
+    kv_type_v: str | None = None
+    recurrent_state_mib: float | None = None
+    model_size_gib: float | None = None
+    model_buffers: tuple[DeviceBuffer, ...] = ()
+    offloaded_layers: int | None = None
+    total_layers: int | None = None
+    draft_model: str | None = None
+    listen_url: str | None = None
+    errors: tuple[str, ...] = ()
+
+    def to_explain_json(self) -> dict[str, object]:
+        """The JSON `fleet explain log --json` prints for a llama-server log."""
+        return self.model_dump(mode="json")
+
+
+def parse_llamacpp_log(text: str) -> LlamaCppReport:
+    """Read a llama-server log; odd or empty input gives empty facts."""
+    found: dict[str, str] = {}
+    kv_buffers: list[float] = []
+    model_buffers: list[DeviceBuffer] = []
+    errors: list[str] = []
+    for line in clean_lines(text):
+        if "draft_model" not in found and (match := _DRAFT.search(line)):
+            found["draft_model"] = match.group(1)
+        _collect(line, found)
+        if "draft_model" not in found:
+            _collect_sizes(line, found, kv_buffers, model_buffers)
+        if _ERROR.search(line) and line.strip() not in errors:
+            errors.append(line.strip())
+    return _assemble(found, kv_buffers, model_buffers, tuple(errors))
+
+
+def _collect(line: str, found: dict[str, str]) -> None:
+    """Record the facts one line states; the first value wins (the target's, not the draft's)."""
+    simple = (
+        ("build", _BUILD),
+        ("model_path", _MODEL),
+        ("arch", _ARCH),
+        ("n_ctx_train", _CTX_TRAIN),
+        ("ctx_size", _N_CTX),
+        ("kv_unified", _UNIFIED),
+        ("recurrent_state_mib", _RECURRENT),
+        ("listen_url", _LISTENING),
+    )
+    for key, pattern in simple:
+        if key not in found and (match := pattern.search(line)):
+            found[key] = match.group(1)
+    for key, pattern in (("ctx_per_slot", _SLOT_CTX), ("parallel_slots", _SLOTS)):
+        if key not in found and (match := pattern.search(line)):
+            found[key] = match.group(1) or match.group(2)
+
+
+def _collect_sizes(
+    line: str, found: dict[str, str], kv_buffers: list[float], model_buffers: list[DeviceBuffer]
+) -> None:
+    """Record the target model's buffer sizes, file size and offload count."""
+    if match := _KV_BUFFER.search(line):
+        kv_buffers.append(to_float(match.group(2)) or 0.0)
+    elif "kv_type_k" not in found and (match := _KV_SIZE.search(line)):
+        found["kv_size_mib"], found["kv_type_k"], found["kv_type_v"] = match.groups()
+    if (match := _MODEL_BUFFER.search(line)) and (mib := to_float(match.group(2))) is not None:
+        model_buffers.append(DeviceBuffer(device=match.group(1), mib=mib))
+    if "model_size" not in found and (match := _FILE_SIZE.search(line)):
+        found["model_size"], found["model_size_unit"] = match.groups()
+    if "offloaded" not in found and (match := _OFFLOADED.search(line)):
+        found["offloaded"], found["total_layers"] = match.groups()
+
+
+def _assemble(
+    found: dict[str, str],
+    kv_buffers: list[float],
+    model_buffers: list[DeviceBuffer],
+    errors: tuple[str, ...],
+) -> LlamaCppReport:
+    """Turn the recorded strings into the report."""
+    kv_mib = round(sum(kv_buffers), 2) if kv_buffers else to_float(found.get("kv_size_mib"))
+    unified = found.get("kv_unified")
+    return LlamaCppReport(
+        build=found.get("build"),
+        model_path=found.get("model_path"),
+        arch=found.get("arch"),
+        n_ctx_train=to_int(found.get("n_ctx_train")),
+        ctx_size=to_int(found.get("ctx_size")),
+        ctx_per_slot=to_int(found.get("ctx_per_slot")),
+        parallel_slots=to_int(found.get("parallel_slots")),
+        kv_unified=None if unified is None else unified == "true",
+        kv_buffer_mib=kv_mib,
+        kv_type_k=found.get("kv_type_k"),
+        kv_type_v=found.get("kv_type_v"),
+        recurrent_state_mib=to_float(found.get("recurrent_state_mib")),
+        model_size_gib=_gib(found.get("model_size"), found.get("model_size_unit")),
+        model_buffers=tuple(model_buffers),
+        offloaded_layers=to_int(found.get("offloaded")),
+        total_layers=to_int(found.get("total_layers")),
+        draft_model=found.get("draft_model"),
+        listen_url=found.get("listen_url"),
+        errors=errors,
+    )
+
+
+def _gib(value: str | None, unit: str | None) -> float | None:
+    """A size printed in GiB or MiB, as GiB."""
+    number = to_float(value)
+    if number is None:
+        return None
+    return number if unit == "GiB" else round(number / 1024, 4)

@@ -1,0 +1,95 @@
+"""parse_llamacpp_log on the recorded llama-server logs, and on the draft/multi-GPU lines."""
+
+from __future__ import annotations
+
+import pytest
+
+from fleet.facts.llamacpp_log import DeviceBuffer, LlamaCppReport, parse_llamacpp_log
+from tests.conftest import CORPUS
+
+LOGS = CORPUS / "llamacpp-logs"
+
+CASES = [
+    (
+        "b-ebbf544_cuda-rtx4060ti_qwen3.5-35b-a3b-iq2m_hybrid-kv-recurrent_nparallel-auto4.log",
+        LlamaCppReport(
+            build="1 (ebbf544)",
+            model_path="models/Qwen3.5-35B-A3B-Uncensored-HauhauCS-Aggressive-IQ2_M.gguf",
+            arch="qwen35moe",
+            n_ctx_train=262144,
+            ctx_size=6912,
+            ctx_per_slot=6912,
+            parallel_slots=4,
+            kv_unified=True,
+            kv_buffer_mib=135.0,
+            kv_type_k="f16",
+            kv_type_v="f16",
+            recurrent_state_mib=251.25,
+            model_size_gib=10.73,
+            model_buffers=(
+                DeviceBuffer(device="CPU_Mapped", mib=208.40),
+                DeviceBuffer(device="CUDA0", mib=10783.98),
+            ),
+            offloaded_layers=41,
+            total_layers=41,
+            listen_url="http://0.0.0.0:11436",
+        ),
+    ),
+    (
+        # Verbosity-3 format: no KV or model-size lines are printed at all.
+        "master-2026_cuda-rtx3090_qwen3.8-27b-q4kxl_verbosity3_slots1.log",
+        LlamaCppReport(
+            model_path="/home/thc1006/dev/qwen3.8-speculative-decoding-rtx3090/models/target/"
+            "Qwen3.8-27B-UD-Q4_K_XL.gguf",
+            ctx_per_slot=8192,
+            parallel_slots=1,
+            kv_unified=False,
+            listen_url="http://127.0.0.1:18138",
+        ),
+    ),
+]
+COVERED = frozenset(name for name, _ in CASES)
+
+
+@pytest.mark.parametrize(("name", "expected"), CASES, ids=[name for name, _ in CASES])
+def test_corpus_log(name: str, expected: LlamaCppReport) -> None:
+    assert parse_llamacpp_log((LOGS / name).read_text()) == expected
+
+
+# Lines in the format of the source (llama-kv-cache.cpp `%s: %10s KV buffer size = %8.2f
+# MiB`, llama-model-loader.cpp `file size   = %.2f MiB (%.2f BPW)`, server
+# `loading draft model '%s'`), with made-up sizes.
+DRAFT_AND_TWO_GPUS = """\
+print_info: file size   = 812.50 MiB (4.87 BPW)
+llama_context: n_ctx         = 16384
+llama_kv_cache:      CUDA0 KV buffer size =  1024.00 MiB
+llama_kv_cache:      CUDA1 KV buffer size =   512.00 MiB
+srv    load_model: loading draft model '/models/draft-0.5b.gguf'
+print_info: file size   = 400.00 MiB (4.50 BPW)
+llama_kv_cache:      CUDA0 KV buffer size =   96.00 MiB
+main: server is listening on http://127.0.0.1:8080
+"""
+
+
+def test_draft_model_buffers_are_not_the_targets() -> None:
+    report = parse_llamacpp_log(DRAFT_AND_TWO_GPUS)
+    assert report.draft_model == "/models/draft-0.5b.gguf"
+    assert report.kv_buffer_mib == 1536.0
+    assert report.model_size_gib == round(812.5 / 1024, 4)
+    assert report.ctx_size == 16384
+    assert report.listen_url == "http://127.0.0.1:8080"
+
+
+def test_allocation_failure_is_an_error() -> None:
+    line = "ggml_backend_cuda_buffer_type_alloc_buffer: allocating 9000.00 MiB on device 0: "
+    report = parse_llamacpp_log(line + "cudaMalloc failed: out of memory\n")
+    assert report.errors == ((line + "cudaMalloc failed: out of memory").strip(),)
+
+
+@pytest.mark.parametrize("text", ["", "\n", "nothing here\n"], ids=["empty", "blank", "prose"])
+def test_no_facts_is_empty(text: str) -> None:
+    assert parse_llamacpp_log(text) == LlamaCppReport()
+
+
+def test_every_llamacpp_log_in_the_corpus_has_a_case() -> None:
+    assert {path.name for path in LOGS.iterdir()} == COVERED
