@@ -1,0 +1,64 @@
+"""Alias actions: what the gateway config would change from, to, and why.
+
+Called by `fleet.plan`. Compares the desired entries (`fleet.render.gateway`) with the
+config observed on the gateway host; a restart action follows any change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet.actions import Action, ActionKind
+from fleet.gateway_config import GatewayEntry
+from fleet.models import DesiredFleet
+from fleet.observed import Observation
+from fleet.render.gateway import desired_entries, render_gateway_config
+
+
+def alias_actions(desired: DesiredFleet, observation: Observation, *,
+                  wave: int) -> list[Action]:
+    """Add, retarget and remove actions for aliases, plus the gateway restart."""
+    gateway = desired.gateway
+    live = observation.gateway
+    if gateway is None or live is None or live.config is None or live.config_text is None:
+        return []
+    wanted = desired_entries(desired)
+    routed = live.config.by_alias()
+    found: list[Action] = []
+    for alias, item in wanted.items():
+        entry = routed.get(alias)
+        seat = item["model_info"]["id"].split(":")[1]
+        if entry is None:
+            found.append(Action(kind=ActionKind.ADD_ALIAS, target=alias, host=gateway.host,
+                                wave=wave, reasons=(f"routes to seat {seat} at "
+                                                    f"{item['litellm_params']['api_base']}",)))
+        elif reason := _retarget_reason(entry, item, seat):
+            found.append(Action(kind=ActionKind.RETARGET_ALIAS, target=alias, host=gateway.host,
+                                wave=wave, reasons=(reason,)))
+    for alias, entry in sorted(routed.items()):
+        if alias in wanted:
+            continue
+        if alias in gateway.retired_aliases or entry.managed:
+            why = "retired in desired/" if alias in gateway.retired_aliases else \
+                f"seat {entry.seat} no longer routes it"
+            found.append(Action(kind=ActionKind.REMOVE_ALIAS, target=alias, host=gateway.host,
+                                wave=wave, reasons=(why,)))
+    if found or render_gateway_config(live.config_text, desired) != live.config_text:
+        found.append(Action(kind=ActionKind.RESTART_GATEWAY, target="gateway", host=gateway.host,
+                            wave=wave, reasons=(f"load the edited {gateway.config_path}",)))
+    return found
+
+
+def _retarget_reason(entry: GatewayEntry, item: dict[str, Any], seat: str) -> str | None:
+    params = dict(item["litellm_params"])
+    api_base, model = params.pop("api_base"), params.pop("model")
+    if not entry.managed:
+        return f"adopt the hand-written entry: {entry.api_base} -> {api_base} (seat {seat})"
+    if entry.seat != seat:
+        moved = f" ({entry.api_base} -> {api_base})" if entry.api_base != api_base else ""
+        return f"seat {entry.seat} -> {seat}{moved}"
+    if entry.api_base != api_base or entry.model != model:
+        return f"{entry.model} at {entry.api_base} -> {model} at {api_base}"
+    if entry.params != params:
+        return f"params {entry.params} -> {params}"
+    return None
