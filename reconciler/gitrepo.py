@@ -1,0 +1,85 @@
+"""The fleet repository in Git (GitPython): which commit desired/ is at, the committed
+inventory, and committing the regenerated inventory after an apply.
+
+GitPython's errors are mapped to `GitError` here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+
+from fleet.errors import GitError
+
+
+def open_repo(path: Path) -> git.Repo | None:
+    """The Git repository containing `path`, or None if it is not in one."""
+    try:
+        return git.Repo(path, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+
+
+def head_commit(path: Path) -> str | None:
+    """HEAD's sha of the repository holding `path` (with `+dirty` if desired/ has changes)."""
+    repo = open_repo(path)
+    if repo is None or not repo.head.is_valid():
+        return None
+    sha = repo.head.commit.hexsha
+    relative = _relative(repo, path)
+    dirty = repo.is_dirty(path=relative) or any(
+        f.startswith(relative) for f in repo.untracked_files
+    )
+    return f"{sha}+dirty" if dirty else sha
+
+
+def read_committed(path: Path) -> str | None:
+    """The text of `path` as committed at HEAD; None if not committed (or not in Git)."""
+    repo = open_repo(path.parent if not path.exists() else path)
+    if repo is None or not repo.head.is_valid():
+        return None
+    try:
+        blob = repo.head.commit.tree / _relative(repo, path)
+    except KeyError:
+        return None
+    data: bytes = blob.data_stream.read()
+    return data.decode()
+
+
+def commit_files(paths: list[Path], message: str, *, push: bool = False) -> str:
+    """Commit exactly these files (and nothing else staged), optionally push; the new sha."""
+    repo = open_repo(paths[0].parent)
+    if repo is None:
+        raise GitError(f"{paths[0]} is not inside a Git repository: nothing committed")
+    relative = [_relative(repo, p) for p in paths]
+    try:
+        with repo.git.custom_environment(**_identity(repo)):
+            repo.git.add("--", *relative)
+            repo.git.commit("-m", message, "--only", "--", *relative)
+        if push:
+            repo.remote().push().raise_if_error()
+    except (git.GitCommandError, ValueError, OSError) as err:
+        raise GitError(f"git commit of the inventory failed: {err}") from err
+    return repo.head.commit.hexsha
+
+
+def _identity(repo: git.Repo) -> dict[str, str]:
+    """A committer identity when the repository has none configured."""
+    reader = repo.config_reader()
+    if reader.has_option("user", "name") and reader.has_option("user", "email"):
+        return {}
+    return {
+        "GIT_AUTHOR_NAME": "fleet",
+        "GIT_AUTHOR_EMAIL": "fleet@localhost",
+        "GIT_COMMITTER_NAME": "fleet",
+        "GIT_COMMITTER_EMAIL": "fleet@localhost",
+    }
+
+
+def _relative(repo: git.Repo, path: Path) -> str:
+    root = Path(repo.working_tree_dir or ".").resolve()
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except ValueError as err:
+        raise GitError(f"{path} is outside the repository at {root}") from err
