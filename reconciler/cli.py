@@ -11,42 +11,22 @@ import json
 import sys
 import tempfile
 import traceback
-from pathlib import Path
 from typing import Annotated
 
+import click
 import typer
-from rich.console import Console
 
 from fleet import __version__
 from fleet.errors import FleetError, ValidationFailed
 from fleet.problems import Problem, Severity
 from fleet.schema import fleet_schema
+from reconciler import cli_apply, cli_observe, cli_plan
+from reconciler.cli_app import DesiredOption, JsonOption, app, err, out, print_problems
+from reconciler.cli_explain import explain_app
 from reconciler.desired import desired_dir, load_desired
 
-app = typer.Typer(
-    name="fleet",
-    help="Declarative GitOps for self-hosted LLM inference fleets.",
-    no_args_is_help=True,
-    pretty_exceptions_enable=False,
-    add_completion=False,
-)
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
-
-DesiredOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--desired", "-d", help="desired/ directory [default: $FLEET_DESIRED or ./desired]"
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of text.")]
-
-
-def print_problems(problems: list[Problem]) -> None:
-    """Each problem on one line, errors red and warnings yellow."""
-    for problem in problems:
-        style = "red" if problem.severity is Severity.ERROR else "yellow"
-        err.print(str(problem), style=style, markup=False, highlight=False)
+app.add_typer(explain_app, name="explain", help="Show the facts fleet reads off a log or model.")
+COMMAND_MODULES = (cli_observe, cli_plan, cli_apply)
 
 
 @app.command()
@@ -64,8 +44,7 @@ def validate(desired: DesiredOption = None, as_json: JsonOption = False) -> None
             fleet = loaded.fleet
             out.print(
                 f"{root}: valid ({len(fleet.hosts)} hosts, {len(fleet.seats)} seats, "
-                f"{len(problems)} warnings)",
-                highlight=False,
+                f"{len(problems)} warnings)"
             )
     raise typer.Exit(1 if errors else 0)
 
@@ -92,25 +71,23 @@ def main() -> None:
         code = done.exit_code
     except ValidationFailed as failure:
         print_problems([p for p in failure.problems if isinstance(p, Problem)])
-        err.print(f"error: {failure}", style="red", markup=False, highlight=False)
+        err.print(f"error: {failure}", style="red", markup=False)
         sys.exit(1)
     except FleetError as failure:
-        err.print(f"error: {failure}", style="red", markup=False, highlight=False)
+        err.print(f"error: {failure}", style="red", markup=False)
         sys.exit(1)
+    except click.exceptions.Abort:
+        err.print("aborted", style="red")
+        sys.exit(1)
+    except click.ClickException as failure:
+        failure.show()
+        sys.exit(failure.exit_code)
     except Exception as failure:  # the boundary: anything else is our bug
         sys.exit(_internal_error(failure))
     sys.exit(code if isinstance(code, int) else 0)
 
 
 def _internal_error(failure: BaseException) -> int:
-    import click
-
-    if isinstance(failure, click.exceptions.Abort):
-        err.print("aborted", style="red")
-        return 1
-    if isinstance(failure, click.ClickException):
-        failure.show()
-        return failure.exit_code
     with tempfile.NamedTemporaryFile(
         "w", prefix="fleet-crash-", suffix=".txt", delete=False
     ) as report:
@@ -119,6 +96,5 @@ def _internal_error(failure: BaseException) -> int:
         f"internal error: {type(failure).__name__}: {failure} (traceback written to {report.name})",
         style="red",
         markup=False,
-        highlight=False,
     )
     return 1
