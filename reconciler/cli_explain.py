@@ -1,0 +1,151 @@
+"""`fleet explain`: print the facts fleet reads off an engine log or a model config.
+
+Mounted by the main command line (`app.add_typer(explain_app, name="explain")`). This is
+the shell side: it reads the files, hands the text to the pure parsers in `fleet.facts`
+and prints a table, or JSON with `--json`. A file that cannot be read raises `FactError`,
+which the main command line prints as one red line. `explain log FILE --model CONFIG`
+shows the KV tokens the config predicts beside the ones the engine logged.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from fleet.errors import FactError
+from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tokens
+from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
+from fleet.facts.model_config import ModelFacts, parse_model_config
+from fleet.facts.vllm_log import EngineReport, parse_vllm_log
+
+explain_app = typer.Typer(
+    help="Explain the facts fleet reads off an engine log or a model config.",
+    no_args_is_help=True,
+)
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@explain_app.command("log")
+def explain_log(
+    file: Annotated[Path, typer.Argument(help="A vLLM or llama-server log.")],
+    model: Annotated[
+        Path | None,
+        typer.Option("--model", help="A config.json (or model directory) to estimate KV from."),
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """The facts an engine's startup log states (vLLM, or llama-server)."""
+    text = read_text(file)
+    report = parse_vllm_log(text)
+    llama = parse_llamacpp_log(text)
+    if report == EngineReport() and llama != LlamaCppReport():
+        _print(llama.to_explain_json(), as_json, title=f"llama-server log {file}")
+        return
+    data = report.to_explain_json()
+    if model is not None:
+        data["kv_estimate"] = kv_estimate(report, load_model_facts(model))
+    _print(data, as_json, title=f"vLLM log {file}")
+
+
+@explain_app.command("model")
+def explain_model(
+    path: Annotated[Path, typer.Argument(help="A config.json or a model directory.")],
+    as_json: JsonOption = False,
+) -> None:
+    """The facts a model's config.json states, and its KV bytes per token."""
+    facts = load_model_facts(path)
+    data = facts.to_explain_json()
+    if not as_json:
+        data["attention"] = f"{data['attention']}{attention_detail(facts)}"
+    _print(data, as_json, title=f"model {path}")
+
+
+def read_text(path: Path) -> str:
+    """A file's text (undecodable bytes replaced), or FactError naming the file."""
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError as err:
+        raise FactError(f"cannot read {path}: {err.strerror or err}") from err
+
+
+def load_model_facts(path: Path) -> ModelFacts:
+    """Model facts from a config.json, or from a model directory's config.json.
+
+    A ModelOpt `hf_quant_config.json` beside the config is read too.
+    """
+    config = path / "config.json" if path.is_dir() else path
+    quant = config.with_name("hf_quant_config.json")
+    facts = parse_model_config(
+        read_text(config), hf_quant_config=read_text(quant) if quant.is_file() else None
+    )
+    if facts == ModelFacts():
+        raise FactError(f"{config} is not a model config.json (no model facts found)")
+    return facts
+
+
+def kv_estimate(report: EngineReport, facts: ModelFacts) -> dict[str, object]:
+    """The config's estimate beside the logged KV tokens; `ratio` is logged / estimated."""
+    kv_dtype = report.kv_cache_dtype or "auto"
+    tp = report.tensor_parallel_size or 1
+    estimated = None
+    if report.kv_cache_gib is not None:
+        estimated = estimate_kv_tokens(facts, report.kv_cache_gib, kv_dtype, tp)
+    logged = report.kv_cache_tokens
+    ratio = round(logged / estimated, 4) if logged is not None and estimated else None
+    return {
+        "bytes_per_token_per_gpu": estimate_kv_bytes_per_token(facts, kv_dtype, tp),
+        "estimated_tokens": estimated,
+        "logged_tokens": logged,
+        "ratio": ratio,
+    }
+
+
+def attention_detail(facts: ModelFacts) -> str:
+    """What the attention kind means for this model, for the table: window, latent, layers."""
+    attention = facts.attention
+    parts = []
+    if attention.sliding_window:
+        parts.append(f"window {attention.sliding_window}")
+    if attention.sliding_window_pattern:
+        parts.append(f"1 full layer in {attention.sliding_window_pattern}")
+    if attention.full_attention_layers:
+        layers = ", ".join(str(layer) for layer in attention.full_attention_layers)
+        parts.append(f"full layers {layers}")
+    if attention.kv_lora_rank:
+        parts.append(f"latent rank {attention.kv_lora_rank} + rope {attention.qk_rope_head_dim}")
+    if attention.cross_attention_layers:
+        parts.append(f"{len(attention.cross_attention_layers)} cross-attention layers")
+    return f" ({'; '.join(parts)})" if parts else ""
+
+
+def _print(data: dict[str, object], as_json: bool, title: str) -> None:
+    """JSON (sorted keys, indent 2) or a two-column table; None shows as `-`."""
+    if as_json:
+        typer.echo(json.dumps(data, sort_keys=True, indent=2))
+        return
+    table = Table(title=title, show_header=True)
+    table.add_column("fact", no_wrap=True)
+    table.add_column("value", overflow="fold")
+    for key, value in _rows(data):
+        table.add_row(key, value)
+    Console().print(table)
+
+
+def _rows(data: dict[str, object], prefix: str = "") -> list[tuple[str, str]]:
+    """Flatten nested facts into `speculative.method`-style rows, in key order."""
+    rows: list[tuple[str, str]] = []
+    for key in sorted(data):
+        value = data[key]
+        if isinstance(value, dict) and value:
+            rows.extend(_rows(value, f"{prefix}{key}."))
+        elif isinstance(value, list):
+            rows.append((f"{prefix}{key}", "\n".join(str(item) for item in value) or "-"))
+        else:
+            rows.append((f"{prefix}{key}", "-" if value is None else str(value)))
+    return rows
