@@ -33,21 +33,33 @@ def live_seat(fleet: DesiredFleet, seat: Seat, **argv_edit: str) -> ObservedSeat
         flag = "--" + flag.replace("_", "-")
         argv[argv.index(flag) + 1] = value
     args = parse_engine_argv(argv)
-    container = ContainerFact(id=f"{seat.name:0<64}"[:64], name=f"fleet-{seat.host}-{seat.name}-1",
-                              state="running", image=seat.image, image_id="sha256:" + "a" * 64,
-                              labels=service["labels"], argv=tuple(argv),
-                              gpu_request=tuple(str(g) for g in seat.gpus))
+    container = ContainerFact(
+        id=f"{seat.name:0<64}"[:64],
+        name=f"fleet-{seat.host}-{seat.name}-1",
+        state="running",
+        image=seat.image,
+        image_id="sha256:" + "a" * 64,
+        labels=service["labels"],
+        argv=tuple(argv),
+        gpu_request=tuple(str(g) for g in seat.gpus),
+    )
     tokens = int(seat.context * 1.5)
     return ObservedSeat(
-        name=seat.name, managed=True, container=container,
-        served_names=args.served_model_names, model=args.model, port=args.port,
-        max_model_len=args.max_model_len, kv_cache_bytes=args.kv_cache_memory_bytes,
+        name=seat.name,
+        managed=True,
+        container=container,
+        served_names=args.served_model_names,
+        model=args.model,
+        port=args.port,
+        max_model_len=args.max_model_len,
+        kv_cache_bytes=args.kv_cache_memory_bytes,
         gpu_memory_utilization=args.gpu_memory_utilization,
         tensor_parallel_size=args.tensor_parallel_size,
-        speculative=args.speculative_config, extra_args=args.extra, gpus=seat.gpus,
+        speculative=args.speculative_config,
+        extra_args=args.extra,
+        gpus=seat.gpus,
         vram_mib=20 * 1024,
-        engine=EngineReport(kv_cache_tokens=tokens, max_model_len=seat.context,
-                            weights_gib=15.0),
+        engine=EngineReport(kv_cache_tokens=tokens, max_model_len=seat.context, weights_gib=15.0),
     )
 
 
@@ -55,24 +67,44 @@ def in_sync(fleet: DesiredFleet) -> Observation:
     hosts = {}
     for name, host in fleet.hosts.items():
         seats = tuple(live_seat(fleet, s) for s in fleet.seats_on(name))
-        gpus = tuple(ObservedGpu(index=g.index, uuid=f"GPU-{name}-{g.index}", name=g.name,
-                                 memory_total_mib=g.memory // 2**20,
-                                 memory_used_mib=g.memory // 2**20 // 2) for g in host.gpus)
-        models = {s.model: ModelInfo(path=s.model, size_bytes=10 * GIB)
-                  for s in fleet.seats_on(name)}
+        gpus = tuple(
+            ObservedGpu(
+                index=g.index,
+                uuid=f"GPU-{name}-{g.index}",
+                name=g.name,
+                memory_total_mib=g.memory // 2**20,
+                memory_used_mib=g.memory // 2**20 // 2,
+            )
+            for g in host.gpus
+        )
+        models = {
+            s.model: ModelInfo(path=s.model, size_bytes=10 * GIB) for s in fleet.seats_on(name)
+        }
         hosts[name] = ObservedHost(name=name, gpus=gpus, seats=seats, models=models)
-    return Observation(observed_at="2026-12-02T00:00:00Z", hosts=hosts,
-                       gateway=gateway_in_sync(fleet))
+    return Observation(
+        observed_at="2026-12-02T00:00:00Z", hosts=hosts, gateway=gateway_in_sync(fleet)
+    )
 
 
-def gateway_in_sync(fleet: DesiredFleet, text: str = "model_list:\n  - model_name: x\n"
-                    "    litellm_params: {model: openai/x, api_base: http://x:1/v1}\n"
-                    ) -> ObservedGateway:
+def gateway_in_sync(
+    fleet: DesiredFleet,
+    text: str = "model_list:\n  - model_name: x\n"
+    "    litellm_params: {model: openai/x, api_base: http://x:1/v1}\n",
+) -> ObservedGateway:
     assert fleet.gateway is not None
     config_text = render_gateway_config(text, fleet)
     config = parse_gateway_config(config_text)
-    probes = {e.api_base: BackendProbe(api_base=e.api_base, answers=True,
-                                       models=((e.model or "").split("/", 1)[-1],))
-              for e in config.entries if e.api_base}
-    return ObservedGateway(host=fleet.gateway.host, config_path=fleet.gateway.config_path,
-                           config_text=config_text, config=config, probes=probes)
+    probes = {
+        e.api_base: BackendProbe(
+            api_base=e.api_base, answers=True, models=((e.model or "").split("/", 1)[-1],)
+        )
+        for e in config.entries
+        if e.api_base
+    }
+    return ObservedGateway(
+        host=fleet.gateway.host,
+        config_path=fleet.gateway.config_path,
+        config_text=config_text,
+        config=config,
+        probes=probes,
+    )

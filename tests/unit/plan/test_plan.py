@@ -19,8 +19,9 @@ Edit = Callable[[DesiredFleet, Observation], Observation]
 
 def replace_seat(obs: Observation, host: str, seat: str, new: object) -> Observation:
     h = obs.hosts[host]
-    seats = tuple(new if s.name == seat else s for s in h.seats if new is not None or
-                  s.name != seat)
+    seats = tuple(
+        new if s.name == seat else s for s in h.seats if new is not None or s.name != seat
+    )
     hosts = {**obs.hosts, host: h.model_copy(update={"seats": seats})}
     return obs.model_copy(update={"hosts": hosts})
 
@@ -28,36 +29,98 @@ def replace_seat(obs: Observation, host: str, seat: str, new: object) -> Observa
 def test_in_sync_plans_nothing_and_says_why() -> None:
     fleet = example()
     plan = make_plan(fleet, in_sync(fleet))
-    assert plan.empty and plan.summary() == "0 to create, 0 to replace, 0 to remove, 0 alias changes"
+    assert (
+        plan.empty and plan.summary() == "0 to create, 0 to replace, 0 to remove, 0 alias changes"
+    )
     assert {n.target for n in plan.noops} == set(fleet.seats) | {"gateway"}
     assert all("in sync" in n.reason for n in plan.noops if n.target != "gateway")
 
 
-SEAT_CASES: list[tuple[str, Callable[[DesiredFleet, Observation], Observation], ActionKind, list[str]]] = [
-    ("missing-container", lambda f, o: replace_seat(o, "tower", "sec", None),
-     ActionKind.CREATE_SEAT, []),
-    ("context", lambda f, o: replace_seat(o, "tower", "sec", live_seat(
-        f, f.seats["sec"], max_model_len="131072")), ActionKind.REPLACE_SEAT, ["context"]),
-    ("kv-budget", lambda f, o: replace_seat(o, "tower", "sec", live_seat(
-        f, f.seats["sec"], kv_cache_memory_bytes=str(14 * 1024**3))),
-     ActionKind.REPLACE_SEAT, ["kv_cache_bytes"]),
-    ("speculative", lambda f, o: replace_seat(o, "tower", "flash", live_seat(
-        f, f.seats["flash"], speculative_config='{"method":"mtp","num_speculative_tokens":1}')),
-     ActionKind.REPLACE_SEAT, ["speculative.num_speculative_tokens"]),
-    ("image", lambda f, o: replace_seat(o, "rig", "llama8b", live_seat(
-        f, f.seats["llama8b"].model_copy(update={"image": "vllm/vllm-openai:v0.9.2"}))),
-     ActionKind.REPLACE_SEAT, ["image"]),
-    ("hash-only", lambda f, o: replace_seat(o, "tower", "coder", live_seat(
-        f, f.seats["coder"].model_copy(update={"env": {"X": "1"}}))),
-     ActionKind.REPLACE_SEAT, ["compose definition"]),
-    ("exited", lambda f, o: replace_seat(o, "tower", "embed", (lambda s: s.model_copy(update={
-        "container": s.container.model_copy(update={"state": "exited"})}))(
-            live_seat(f, f.seats["embed"]))), ActionKind.REPLACE_SEAT, []),
+SEAT_CASES: list[
+    tuple[str, Callable[[DesiredFleet, Observation], Observation], ActionKind, list[str]]
+] = [
+    (
+        "missing-container",
+        lambda f, o: replace_seat(o, "tower", "sec", None),
+        ActionKind.CREATE_SEAT,
+        [],
+    ),
+    (
+        "context",
+        lambda f, o: replace_seat(
+            o, "tower", "sec", live_seat(f, f.seats["sec"], max_model_len="131072")
+        ),
+        ActionKind.REPLACE_SEAT,
+        ["context"],
+    ),
+    (
+        "kv-budget",
+        lambda f, o: replace_seat(
+            o, "tower", "sec", live_seat(f, f.seats["sec"], kv_cache_memory_bytes=str(14 * 1024**3))
+        ),
+        ActionKind.REPLACE_SEAT,
+        ["kv_cache_bytes"],
+    ),
+    (
+        "speculative",
+        lambda f, o: replace_seat(
+            o,
+            "tower",
+            "flash",
+            live_seat(
+                f,
+                f.seats["flash"],
+                speculative_config='{"method":"mtp","num_speculative_tokens":1}',
+            ),
+        ),
+        ActionKind.REPLACE_SEAT,
+        ["speculative.num_speculative_tokens"],
+    ),
+    (
+        "image",
+        lambda f, o: replace_seat(
+            o,
+            "rig",
+            "llama8b",
+            live_seat(
+                f, f.seats["llama8b"].model_copy(update={"image": "vllm/vllm-openai:v0.9.2"})
+            ),
+        ),
+        ActionKind.REPLACE_SEAT,
+        ["image"],
+    ),
+    (
+        "hash-only",
+        lambda f, o: replace_seat(
+            o,
+            "tower",
+            "coder",
+            live_seat(f, f.seats["coder"].model_copy(update={"env": {"X": "1"}})),
+        ),
+        ActionKind.REPLACE_SEAT,
+        ["compose definition"],
+    ),
+    (
+        "exited",
+        lambda f, o: replace_seat(
+            o,
+            "tower",
+            "embed",
+            (
+                lambda s: s.model_copy(
+                    update={"container": s.container.model_copy(update={"state": "exited"})}
+                )
+            )(live_seat(f, f.seats["embed"])),
+        ),
+        ActionKind.REPLACE_SEAT,
+        [],
+    ),
 ]
 
 
-@pytest.mark.parametrize(("edit", "kind", "fields"), [c[1:] for c in SEAT_CASES],
-                         ids=[c[0] for c in SEAT_CASES])
+@pytest.mark.parametrize(
+    ("edit", "kind", "fields"), [c[1:] for c in SEAT_CASES], ids=[c[0] for c in SEAT_CASES]
+)
 def test_seat_changes(edit: Edit, kind: ActionKind, fields: list[str]) -> None:
     fleet = example()
     plan = make_plan(fleet, edit(fleet, in_sync(fleet)))
@@ -76,31 +139,42 @@ def test_image_change_is_reported_as_image() -> None:
     assert fake.container.image == "vllm/vllm-openai:v0.9.2"
     change = make_plan(fleet, observed).actions[0].changes
     assert [(c.field, c.old, c.new) for c in change] == [
-        ("image", "vllm/vllm-openai:v0.9.2", "vllm/vllm-openai:v0.11.2")]
+        ("image", "vllm/vllm-openai:v0.9.2", "vllm/vllm-openai:v0.11.2")
+    ]
 
 
 def test_removal_needs_prune() -> None:
     fleet = example()
     observed = in_sync(fleet)
-    trimmed = fleet.model_copy(update={"seats": {k: v for k, v in fleet.seats.items()
-                                                 if k != "rerank"}})
+    trimmed = fleet.model_copy(
+        update={"seats": {k: v for k, v in fleet.seats.items() if k != "rerank"}}
+    )
     plain = make_plan(trimmed, observed)
     assert not any(a.kind is ActionKind.REMOVE_SEAT for a in plain.actions)
-    assert any(f.kind.value == "unmanaged-container" and "rerank" in f.target
-               for f in plain.findings)
+    assert any(
+        f.kind.value == "unmanaged-container" and "rerank" in f.target for f in plain.findings
+    )
     pruned = make_plan(trimmed, observed, prune=True)
     removal = [a for a in pruned.actions if a.kind is ActionKind.REMOVE_SEAT]
     assert [(a.target, a.wave) for a in removal] == [("rerank", 3)]
     assert pruned.actions[-1] == removal[0], "removals come last"
-    assert any(a.kind is ActionKind.REMOVE_ALIAS and a.target == "rerank"
-               for a in pruned.actions if a.wave == 2)
+    assert any(
+        a.kind is ActionKind.REMOVE_ALIAS and a.target == "rerank"
+        for a in pruned.actions
+        if a.wave == 2
+    )
 
 
 def alias_plan(fleet: DesiredFleet, text: str) -> Plan:
     observed = in_sync(fleet).model_copy(update={"gateway": gateway_in_sync(fleet)})
     live = gateway_in_sync(fleet)
-    observed = observed.model_copy(update={"gateway": live.model_copy(update={
-        "config_text": text, "config": parse_gateway_config(text)})})
+    observed = observed.model_copy(
+        update={
+            "gateway": live.model_copy(
+                update={"config_text": text, "config": parse_gateway_config(text)}
+            )
+        }
+    )
     return make_plan(fleet, observed)
 
 
@@ -108,44 +182,80 @@ def test_alias_moves_retirements_and_additions() -> None:
     fleet = example()
     text = gateway_in_sync(fleet).config_text or ""
     text = text.replace("id: fleet:reason:chat", "id: fleet:flash:chat")
-    text = text.replace("model_list:\n", "model_list:\n  - model_name: sec-old\n"
-                        "    litellm_params: {model: hosted_vllm/sec, api_base: "
-                        "http://127.0.0.11:8098/v1}\n", 1)
+    text = text.replace(
+        "model_list:\n",
+        "model_list:\n  - model_name: sec-old\n"
+        "    litellm_params: {model: hosted_vllm/sec, api_base: "
+        "http://127.0.0.11:8098/v1}\n",
+        1,
+    )
     start = text.index("  - model_name: embed")
     end = text.index("  - model_name: flash")
     text = text[:start] + text[end:]
     plan = alias_plan(fleet, text)
     gateway = [(a.kind, a.target) for a in plan.actions if a.wave == 2]
-    assert gateway == [(ActionKind.RETARGET_ALIAS, "chat"), (ActionKind.ADD_ALIAS, "embed"),
-                       (ActionKind.REMOVE_ALIAS, "sec-old"),
-                       (ActionKind.RESTART_GATEWAY, "gateway")]
+    assert gateway == [
+        (ActionKind.RETARGET_ALIAS, "chat"),
+        (ActionKind.ADD_ALIAS, "embed"),
+        (ActionKind.REMOVE_ALIAS, "sec-old"),
+        (ActionKind.RESTART_GATEWAY, "gateway"),
+    ]
     retarget = next(a for a in plan.actions if a.target == "chat")
     assert retarget.reasons == ("seat flash -> reason",)
 
 
 BLOCKER_CASES = [
-    ("model-missing", lambda o: o.model_copy(update={"hosts": {**o.hosts, "tower": o.hosts[
-        "tower"].model_copy(update={"missing_paths": ("/models/Qwen3.5-27B",), "seats": tuple(
-            s for s in o.hosts["tower"].seats if s.name != "sec")})}}),
-     "sec", "model directory /models/Qwen3.5-27B does not exist on tower"),
-    ("memory", lambda o: o.model_copy(update={"hosts": {**o.hosts, "rig": _full(o.hosts[
-        "rig"])}}), "llama8b", "needs ~22,118 MiB on rig GPU 0, which has 0 MiB free"),
-    ("unreachable", lambda o: o.model_copy(update={"hosts": {**o.hosts, "rig": ObservedHost(
-        name="rig", reachable=False, error="cannot reach root@127.0.0.12:2222")}}),
-     "llama8b", "host rig is unreachable: cannot reach root@127.0.0.12:2222"),
+    (
+        "model-missing",
+        lambda o: o.model_copy(
+            update={
+                "hosts": {
+                    **o.hosts,
+                    "tower": o.hosts["tower"].model_copy(
+                        update={
+                            "missing_paths": ("/models/Qwen3.5-27B",),
+                            "seats": tuple(s for s in o.hosts["tower"].seats if s.name != "sec"),
+                        }
+                    ),
+                }
+            }
+        ),
+        "sec",
+        "model directory /models/Qwen3.5-27B does not exist on tower",
+    ),
+    (
+        "memory",
+        lambda o: o.model_copy(update={"hosts": {**o.hosts, "rig": _full(o.hosts["rig"])}}),
+        "llama8b",
+        "needs ~22,118 MiB on rig GPU 0, which has 0 MiB free",
+    ),
+    (
+        "unreachable",
+        lambda o: o.model_copy(
+            update={
+                "hosts": {
+                    **o.hosts,
+                    "rig": ObservedHost(
+                        name="rig", reachable=False, error="cannot reach root@127.0.0.12:2222"
+                    ),
+                }
+            }
+        ),
+        "llama8b",
+        "host rig is unreachable: cannot reach root@127.0.0.12:2222",
+    ),
 ]
 
 
 def _full(host: ObservedHost) -> ObservedHost:
-    gpus = tuple(g.model_copy(update={"memory_used_mib": g.memory_total_mib})
-                 for g in host.gpus)
+    gpus = tuple(g.model_copy(update={"memory_used_mib": g.memory_total_mib}) for g in host.gpus)
     return host.model_copy(update={"gpus": gpus, "seats": ()})
 
 
-@pytest.mark.parametrize(("edit", "target", "message"), [c[1:] for c in BLOCKER_CASES],
-                         ids=[c[0] for c in BLOCKER_CASES])
-def test_blockers(edit: Callable[[Observation], Observation], target: str,
-                  message: str) -> None:
+@pytest.mark.parametrize(
+    ("edit", "target", "message"), [c[1:] for c in BLOCKER_CASES], ids=[c[0] for c in BLOCKER_CASES]
+)
+def test_blockers(edit: Callable[[Observation], Observation], target: str, message: str) -> None:
     fleet = example()
     plan = make_plan(fleet, edit(in_sync(fleet)))
     assert [(b.target, b.message) for b in plan.blockers] == [(target, message)]
@@ -156,5 +266,7 @@ def test_flag_too_new_for_the_image_blocks() -> None:
     old = fleet.seats["sec"].model_copy(update={"image": "vllm/vllm-openai:v0.9.2"})
     fleet = fleet.model_copy(update={"seats": {**fleet.seats, "sec": old}})
     plan = make_plan(fleet, in_sync(example()))
-    assert ("sec", "--kv-cache-memory-bytes needs vLLM >= 0.11.0; image "
-            "vllm/vllm-openai:v0.9.2 is older") in [(b.target, b.message) for b in plan.blockers]
+    assert (
+        "sec",
+        "--kv-cache-memory-bytes needs vLLM >= 0.11.0; image vllm/vllm-openai:v0.9.2 is older",
+    ) in [(b.target, b.message) for b in plan.blockers]

@@ -1,0 +1,163 @@
+"""assemble_host on fact-script output made of real formats (corpus log, docker JSON)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from fleet.assemble import assemble_host
+from fleet.fact_script import split_sections
+
+SEC_ID = "a" * 64
+OTHER_ID = "b" * 64
+GPU0, GPU1 = "GPU-11111111-2222-3333-4444-555555555555", "GPU-66666666-7777-8888-9999-000000000000"
+
+
+def container(
+    cid: str, name: str, pid: int, labels: dict[str, str], argv: list[str], state: str = "running"
+) -> dict[str, object]:
+    return {
+        "Id": cid,
+        "Name": f"/{name}",
+        "Path": argv[0],
+        "Args": argv[1:],
+        "State": {
+            "Status": state,
+            "Running": state == "running",
+            "Pid": pid,
+            "ExitCode": 0,
+            "StartedAt": "2026-12-01T10:00:00.123Z",
+        },
+        "RestartCount": 0,
+        "Image": "sha256:" + "c" * 64,
+        "Config": {
+            "Image": "vllm/vllm-openai:v0.11.2",
+            "Labels": labels,
+            "Env": ["PATH=/usr/bin", "HF_TOKEN=hf_secretsecretsecretsecret"],
+        },
+        "HostConfig": {
+            "DeviceRequests": [{"Driver": "nvidia", "DeviceIDs": ["0"], "Capabilities": [["gpu"]]}]
+        },
+        "NetworkSettings": {"Ports": {"8050/tcp": [{"HostIp": "127.0.0.12", "HostPort": "8050"}]}},
+    }
+
+
+def fact_output(corpus: Path) -> str:
+    log = (corpus / "vllm-logs" / "v0.11.2_v1_qwen2.5-coder-14b_single-gpu.log").read_text()
+    config = (corpus / "model-configs" / "llama-3.1-8b-instruct_dense.config.json").read_text()
+    argv = [
+        "vllm",
+        "serve",
+        "/models/coder",
+        "--served-model-name",
+        "coder",
+        "--port",
+        "8050",
+        "--max-model-len",
+        "32768",
+        "--kv-cache-memory-bytes",
+        str(10 * 1024**3),
+    ]
+    managed = {"fleet.managed": "true", "fleet.seat": "coder", "fleet.spec-hash": "abc"}
+    inspect = [
+        container(SEC_ID, "fleet-rig-coder-1", 4100, managed, argv),
+        container(OTHER_ID, "jupyter", 5100, {}, ["python3", "-m", "notebook"]),
+    ]
+    parts = [
+        "@@FLEET gpus",
+        f"0, {GPU0}, NVIDIA GeForce RTX 3090, 24576, 21000",
+        f"1, {GPU1}, NVIDIA GeForce RTX 3090, 24576, 3000",
+        "@@FLEET gpus-rc 0",
+        # the engine's CHILD (4177) holds GPU 0, not the container's main pid 4100
+        "@@FLEET apps",
+        f"4177, {GPU0}, 20480",
+        f"5188, {GPU1}, 2900",
+        f"9999, {GPU1}, 100",
+        "@@FLEET cgroup 4177",
+        f"12:memory:/docker/{SEC_ID}",
+        f"0::/docker/{SEC_ID}",
+        "@@FLEET cgroup 5188",
+        f"0::/system.slice/docker-{OTHER_ID}.scope",
+        "@@FLEET cgroup 9999",
+        "0::/user.slice/user-0.slice/session-3.scope",
+        "@@FLEET docker-rc 0",
+        "@@FLEET inspect",
+        json.dumps(inspect),
+        "@@FLEET images",
+        json.dumps([{"Id": "sha256:" + "c" * 64, "RepoDigests": []}]),
+        f"@@FLEET logs {SEC_ID}",
+        log,
+        f"@@FLEET logs {OTHER_ID}",
+        "serving notebook",
+        "@@FLEET model /models/coder",
+        "16069425152",
+        "@@FLEET config /models/coder",
+        config,
+        "@@FLEET provenance /models/coder",
+        "base model: meta-llama/Llama-3.1-8B-Instruct\n"
+        "quantized by: nobody\nNotes kept as free text.",
+        "@@FLEET missing /models/absent",
+        "@@FLEET end",
+    ]
+    return "\n".join(parts) + "\n"
+
+
+def test_sections_keep_their_bodies() -> None:
+    sections = split_sections("noise\n@@FLEET a 1\nx\ny\n@@FLEET b\n\n@@FLEET end\n")
+    assert sections == [("a", "1", "x\ny"), ("b", "", ""), ("end", "", "")]
+
+
+def test_gpu_processes_map_to_containers_through_cgroups(corpus: Path) -> None:
+    host = assemble_host("rig", fact_output(corpus))
+    owners = {p.pid: p.container_id for p in host.processes}
+    assert owners == {4177: SEC_ID, 5188: OTHER_ID, 9999: None}
+    seat = host.seat("coder")
+    assert seat is not None and seat.managed
+    assert seat.gpus == (0,) and seat.vram_mib == 20480
+    assert seat.container.pid == 4100, "the container's main pid is not the GPU process"
+
+
+def test_seat_carries_argv_and_log_facts(corpus: Path) -> None:
+    seat = assemble_host("rig", fact_output(corpus)).seat("coder")
+    assert seat is not None and seat.engine is not None
+    assert seat.served_names == ("coder",)
+    assert seat.kv_cache_bytes == 10 * 1024**3
+    assert seat.max_model_len == 32768
+    assert seat.engine.version == "0.11.2"
+    assert seat.engine.kv_cache_tokens is not None and seat.engine.kv_cache_tokens > 0
+    assert seat.container.gpu_request == ("0",)
+
+
+def test_unmanaged_container_models_and_missing_paths(corpus: Path) -> None:
+    host = assemble_host("rig", fact_output(corpus))
+    names = {(s.name, s.managed) for s in host.seats}
+    assert names == {("coder", True), ("jupyter", False)}
+    model = host.models["/models/coder"]
+    assert (model.architecture, model.num_layers, model.size_bytes) == (
+        "LlamaForCausalLM",
+        32,
+        16069425152,
+    )
+    assert model.lineage["base_model"] == "meta-llama/Llama-3.1-8B-Instruct"
+    assert host.missing_paths == ("/models/absent",)
+
+
+def test_secrets_in_the_environment_are_not_kept(corpus: Path) -> None:
+    host = assemble_host("rig", fact_output(corpus))
+    assert "hf_secret" not in host.model_dump_json()
+
+
+def test_nvidia_smi_failure_is_a_host_fact_not_a_crash() -> None:
+    text = (
+        "@@FLEET gpus\nNVIDIA-SMI has failed because it couldn't communicate with the "
+        "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
+        "\n@@FLEET gpus-rc 9\n@@FLEET apps\n\n@@FLEET docker-rc 0\n@@FLEET end\n"
+    )
+    host = assemble_host("tower", text)
+    assert host.gpus == () and host.gpu_error is not None
+    assert host.gpu_error.startswith("NVIDIA-SMI has failed")
+
+
+def test_cut_output_is_unreachable_not_half_facts() -> None:
+    host = assemble_host("tower", "@@FLEET gpus\n0, GPU-1, X, 1, 1\n")
+    assert not host.reachable and "did not finish" in (host.error or "")
