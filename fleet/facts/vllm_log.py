@@ -33,8 +33,14 @@ _NAMESPACE = re.compile(r"args: Namespace\((.*)")
 _MAX_LEN = re.compile(r"Using max model len (\d+)")
 _LOADING = re.compile(r"Starting to load model (\S+?)(?:\.\.\.)?$")
 _WEIGHTS = re.compile(r"(?:Loading model weights took|Model loading took) (-?[\d.]+) Gi?B")
-_KV_GIB = re.compile(r"Available KV cache memory: (-?[\d.]+) GiB")
-_BLOCKS = re.compile(r"# (?:GPU|cuda|cpu|xpu|hpu|tpu|npu|neuron) blocks: (\d+)")
+_KV_GIB = re.compile(
+    r"Available KV cache memory: (-?[\d.]+) GiB"  # V1, profiled
+    r"|reserved (-?[\d.]+) ?GiB memory for KV Cache as specified"  # --kv-cache-memory-bytes
+    r"|memory reserved for KV Cache is (-?[\d.]+) ?GiB"  # V0 / early V1 profiling summary
+)
+_BLOCKS = re.compile(
+    r"# (?:GPU|CUDA|cuda|XPU|xpu|HPU|hpu|TPU|tpu|NPU|npu|neuron|cpu) blocks: (\d+)"
+)
 _KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 _SPEC_REPR = re.compile(r"SpeculativeConfig\((.*)\)")
@@ -188,7 +194,7 @@ def _collect(message: str, found: dict[str, str]) -> None:
     )
     for key, pattern in simple:
         if key not in found and (match := pattern.search(message)):
-            found[key] = match.group(1)
+            found[key] = next(group for group in match.groups() if group is not None)
     if "version" not in found and (match := _VERSION.search(message)):
         found["version"] = match.group(1) or match.group(2)
     if "max_concurrency" not in found and (match := _CONCURRENCY.search(message)):

@@ -375,6 +375,40 @@ SYNTHETIC = [
         -0.53,
     ),
     (
+        # vLLM's line when --kv-cache-memory-bytes pins the budget (no profiling), as seen
+        # in public logs of 0.2x releases; it replaces "Available KV cache memory".
+        "pinned-kv-budget",
+        [
+            V1_HEAD + "INFO 08-23 22:37:34 [gpu_worker.py:491] Initial free memory 111.7 GiB, "
+            "reserved 37.11 GiB memory for KV Cache as specified by kv_cache_memory_bytes "
+            "config and skipped memory profiling. This does not respect the "
+            "gpu_memory_utilization config."
+        ],
+        "kv_cache_gib",
+        37.11,
+    ),
+    (
+        # The V0 worker's profiling summary (0.6.4 to 0.8), also seen negative.
+        "v0-profiling-summary",
+        [
+            "INFO 12-22 10:55:34 worker.py:241] model weights take 8.51GiB; non_torch_memory "
+            "takes 0.26GiB; PyTorch activation peak memory takes 0.94GiB; the rest of the "
+            "memory reserved for KV Cache is -7.83GiB."
+        ],
+        "kv_cache_gib",
+        -7.83,
+    ),
+    (
+        "v0-cuda-blocks-uppercase",
+        [
+            "INFO 05-30 06:40:55 executor_base.py:110] # CUDA blocks: 5517, # CPU blocks: 9362",
+            "INFO 05-30 06:40:55 executor_base.py:115] Maximum concurrency for 32768 tokens "
+            "per request: 2.69x",
+        ],
+        "kv_cache_tokens",
+        5517 * 16,
+    ),
+    (
         "v1-gpu-blocks-before-pr-13596",
         [V1_HEAD + "INFO 02-01 10:00:00 [kv_cache_utils.py:400] # GPU blocks: 1000"],
         "kv_cache_tokens",
