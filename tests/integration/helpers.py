@@ -1,0 +1,92 @@
+"""Helpers of the lab integration tests: a fleet repository in Git, and the real CLI.
+
+The tests run `python -m reconciler ...` (the `fleet` command) in a temporary Git
+repository holding a copy of desired/, against the lab, exactly as an operator would.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from fleet.load import load_fleet
+from fleet.models import DesiredFleet
+from fleet.render.compose import render_compose
+from tests.lab.lab import Lab
+
+DESIRED = Path(__file__).resolve().parents[2] / "desired"
+SMALL = ("coder", "embed", "reason", "llama8b")  # a seat on every GPU of tower, TP=2 on 2+3
+
+
+@dataclass
+class FleetRepo:
+    """A fleet repository in Git, and the lab it runs against."""
+
+    root: Path
+    lab: Lab
+
+    @property
+    def desired(self) -> Path:
+        return self.root / "desired"
+
+    def fleet(self, *args: str, timeout: float = 900,
+              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+        """Run the fleet command line here."""
+        environment = {**os.environ, **self.lab.env(), **(env or {})}
+        environment.pop("FLEET_DESIRED", None)
+        return subprocess.run([sys.executable, "-m", "reconciler", *args], cwd=self.root,
+                              capture_output=True, text=True, timeout=timeout,
+                              env=environment, stdin=subprocess.DEVNULL)
+
+    def load(self) -> DesiredFleet:
+        files = {p.relative_to(self.desired).as_posix(): p.read_text()
+                 for p in self.desired.rglob("*.yaml")}
+        loaded = load_fleet(files)
+        assert loaded.fleet is not None, loaded.problems
+        return loaded.fleet
+
+    def edit(self, rel: str, old: str, new: str, message: str | None = None) -> None:
+        """Change a desired/ file (and commit it, as a merged PR would)."""
+        path = self.desired / rel
+        text = path.read_text()
+        assert old in text, f"{old!r} not in {rel}"
+        path.write_text(text.replace(old, new, 1))
+        self.commit(message or f"edit {rel}")
+
+    def remove(self, rel: str) -> None:
+        (self.desired / rel).unlink()
+        self.commit(f"remove {rel}")
+
+    def commit(self, message: str) -> None:
+        repo = git.Repo(self.root)
+        repo.git.add("-A")
+        repo.git.commit("-m", message, "--allow-empty")
+
+    def deploy(self, host: str) -> None:
+        """Start a host's seats with real compose from fleet's own rendering (no apply)."""
+        text = render_compose(self.load(), host)
+        result = self.lab.compose_up(host, f"fleet-{host}", text)
+        assert result.returncode == 0, result.stderr
+
+
+def make_repo(path: Path, lab: Lab, seats: tuple[str, ...] | None = SMALL) -> FleetRepo:
+    """A Git repository whose desired/ is the example fleet, limited to `seats`."""
+    root = path / "fleet-repo"
+    shutil.copytree(DESIRED, root / "desired")
+    if seats is not None:
+        for seat_file in (root / "desired" / "seats").glob("*.yaml"):
+            if seat_file.stem not in seats:
+                seat_file.unlink()
+    repo = git.Repo.init(root)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "fleet tests")
+        config.set_value("user", "email", "tests@fleet.invalid")
+    fleet_repo = FleetRepo(root=root, lab=lab)
+    fleet_repo.commit("desired fleet")
+    return fleet_repo

@@ -1,0 +1,183 @@
+"""`fleet inventory` and `fleet check` against the lab (issue: observe read-only)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from fleet.fact_script import fact_script
+from reconciler.connections import Connections
+from reconciler.observe import observe_fleet
+from tests.integration.helpers import FleetRepo
+from tests.lab.lab import Lab
+
+pytestmark = pytest.mark.lab
+
+UNMANAGED = """services:
+  notebook:
+    image: vllm/vllm-openai:v0.18.0
+    entrypoint: [vllm, serve]
+    command: [/models/stories42M-embed, --served-model-name, scratch, --port, "8099",
+              --max-model-len, "1024", --kv-cache-memory-bytes, "268435456"]
+    ports: ["127.0.0.11:8099:8099"]
+    volumes: ["/models/stories42M-embed:/models/stories42M-embed:ro"]
+    deploy:
+      resources:
+        reservations:
+          devices: [{driver: nvidia, device_ids: ["3"], capabilities: [gpu]}]
+"""
+
+
+def inventory_json(repo: FleetRepo) -> dict[str, object]:
+    result = repo.fleet("inventory", "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)  # type: ignore[no-any-return]
+
+
+def seats_of(inventory: dict[str, object], host: str) -> dict[str, dict[str, object]]:
+    hosts = {h["name"]: h for h in inventory["hosts"]}  # type: ignore[index, union-attr]
+    return {s["seat"]: s for s in hosts[host]["seats"]}  # type: ignore[index]
+
+
+def test_seats_gpus_tp_and_engine_facts(repo: FleetRepo) -> None:
+    repo.deploy("tower")
+    repo.deploy("rig")
+    inventory = inventory_json(repo)
+    tower = seats_of(inventory, "tower")
+    assert {name: s["gpus"] for name, s in tower.items()} == {
+        "coder": [0], "embed": [1], "reason": [2, 3]}
+    reason = tower["reason"]
+    assert reason["architecture"] == "Qwen3ForCausalLM" and reason["layers"] == 64
+    assert reason["kv_cache_tokens"] and reason["context"] == 40960
+    assert reason["concurrency"] == pytest.approx(reason["kv_cache_tokens"] / 40960, abs=0.01)
+    assert sorted(reason["aliases"]) == ["assistant", "chat", "reason"] or reason["aliases"] == []
+    rig = seats_of(inventory, "rig")
+    assert rig["llama8b"]["gpus"] == [0] and rig["llama8b"]["state"] == "running"
+
+
+def test_the_gpu_is_held_by_the_engine_child(repo: FleetRepo) -> None:
+    repo.deploy("rig")
+    fleet = repo.load()
+    with Connections(fleet, repo.lab.ssh_config) as connections:
+        observation = observe_fleet(fleet, connections, hosts=["rig"])
+    rig = observation.hosts["rig"]
+    seat = rig.seat("llama8b")
+    assert seat is not None
+    holders = [p for p in rig.processes if p.container_id == seat.container.id]
+    assert holders, "nvidia-smi's process maps to the seat's container through its cgroup"
+    assert all(p.pid != seat.container.pid for p in holders), "it is the engine's child"
+
+
+def test_unmanaged_gpu_process_is_a_finding(repo: FleetRepo) -> None:
+    repo.deploy("tower")
+    assert repo.lab.compose_up("tower", "scratch", UNMANAGED).returncode == 0
+    findings = inventory_json(repo)["findings"]
+    kinds = {(f["kind"], f["target"]) for f in findings}  # type: ignore[union-attr, index]
+    assert ("unmanaged-gpu-process", "tower/gpu3") in kinds
+    assert ("unmanaged-container", "tower/scratch-notebook-1") in kinds
+
+
+def test_dead_alias_floating_tag_and_drifted_model(repo: FleetRepo) -> None:
+    repo.edit("seats/coder.yaml", ":v0.18.0", ":latest")
+    repo.deploy("tower")
+    config = repo.lab.gateway_config() + (
+        "  - model_name: chat\n    litellm_params:\n      model: hosted_vllm/reason\n"
+        "      api_base: http://127.0.0.11:8030/v1\n")
+    repo.lab.set_gateway_config(config)
+    found = {(f["kind"], f["target"]) for f in inventory_json(repo)["findings"]}  # type: ignore[union-attr, index]
+    assert ("dead-alias", "alias sec-old") in found
+    assert ("dead-alias", "alias code-legacy") in found
+    assert ("floating-tag", "tower/coder") in found
+    assert ("model-drift", "alias chat") in found
+
+
+def test_unreachable_host_is_reported_the_others_observed(repo: FleetRepo) -> None:
+    repo.deploy("tower")
+    repo.edit("hosts/rig.yaml", "alias: rig", "address: 127.0.0.12\n  port: 2299")
+    result = repo.fleet("inventory", "--json")
+    assert result.returncode == 1
+    assert "error: rig: cannot reach root@127.0.0.12:2299" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert seats_of(json.loads(result.stdout), "tower")["coder"]["state"] == "running"
+
+
+def test_unknown_host_key_is_an_error(repo: FleetRepo, tmp_path: Path) -> None:
+    config = tmp_path / "ssh_config"
+    config.write_text(repo.lab.ssh_config.read_text().replace(
+        str(repo.lab.known_hosts), str(tmp_path / "empty_known_hosts")))
+    (tmp_path / "empty_known_hosts").write_text("")
+    result = repo.fleet("inventory", env={"FLEET_SSH_CONFIG": str(config)})
+    assert result.returncode == 1
+    assert "host key of root@127.0.0.11:2222 is not in known_hosts" in result.stderr
+
+
+def test_check_agrees_then_diverges(repo: FleetRepo) -> None:
+    repo.deploy("tower")
+    repo.deploy("rig")
+    written = repo.fleet("inventory", "--write")
+    assert written.returncode == 0, written.stderr
+    repo.commit("inventory")
+    first = (repo.root / "inventory" / "INVENTORY.md").read_text()
+    agree = repo.fleet("check")
+    assert agree.returncode == 0, agree.stdout + agree.stderr
+    assert "in sync" in agree.stdout
+    again = repo.fleet("inventory")
+    assert _no_stamp(again.stdout) == _no_stamp(first), "deterministic but for the timestamp"
+    repo.lab.docker("rig", "stop", "-t", "0", "fleet-rig-llama8b-1")
+    diverge = repo.fleet("check")
+    assert diverge.returncode == 2, diverge.stdout + diverge.stderr
+    assert "-| `llama8b` |" in diverge.stdout and "+| `llama8b` **exited** |" in diverge.stdout
+
+
+def _no_stamp(text: str) -> list[str]:
+    return [line for line in text.splitlines() if not line.startswith("Generated at: ")]
+
+
+def _events(lab: Lab, host: str, since: float, until: float) -> list[str]:
+    result = lab.docker(host, "events", "--since", f"{since:.0f}", "--until", f"{until:.0f}",
+                        "--format", "{{.Type}} {{.Action}}")
+    return [line for line in result.stdout.splitlines() if line.strip()]
+
+
+def _snapshot(lab: Lab) -> dict[str, bytes]:
+    files: dict[str, bytes] = {}
+    for host in lab.hosts.values():
+        for path in sorted(host.root.rglob("*")):
+            if path.is_file() and ("srv" in path.parts or "etc-litellm" in path.parts):
+                files[str(path)] = path.read_bytes()
+    return files
+
+
+def test_inventory_and_check_never_mutate(repo: FleetRepo) -> None:
+    repo.deploy("tower")
+    repo.deploy("rig")
+    repo.fleet("inventory", "--write")
+    repo.commit("inventory")
+    before = _snapshot(repo.lab)
+    since = time.time() - 1
+    fleet = repo.load()
+    with Connections(fleet, repo.lab.ssh_config) as connections:
+        observe_fleet(fleet, connections)
+        operations = connections.operations()
+    assert repo.fleet("check").returncode == 0
+    assert repo.fleet("inventory").returncode == 0
+    time.sleep(1.5)
+    until = time.time()
+    for host in repo.lab.hosts:
+        mutating = [e for e in _events(repo.lab, host, since, until)
+                    if e.split()[0] in ("container", "image", "network", "volume")
+                    and e.split()[1] not in ("exec_create", "exec_start", "exec_die")]
+        assert mutating == [], f"{host}: docker events during read-only commands: {mutating}"
+    assert _snapshot(repo.lab) == before, "no file on any host changed"
+    kinds = {kind for _, kind, _ in operations}
+    assert kinds <= {"connect", "exec", "sftp-read", "tcp", "http"}, kinds
+    scripts = {detail for _, kind, detail in operations if kind == "exec"}
+    assert scripts == {"sh -s"}, scripts
+    script = fact_script("/models", ["/models/x"])
+    docker_calls = {line.split("docker ", 1)[1].split()[0] for line in script.splitlines()
+                    if "docker " in line}
+    assert docker_calls <= {"ps", "inspect", "image", "logs"}, docker_calls
+    assert all(detail.startswith("GET ") for _, kind, detail in operations if kind == "http")
