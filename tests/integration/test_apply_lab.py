@@ -1,0 +1,220 @@
+"""`fleet apply` against the lab: changes behind health gates, rollback, locks, Git."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from pathlib import Path
+
+import git
+import pytest
+
+from fleet.gateway_config import parse_gateway_config
+from reconciler.http import request_url
+from tests.integration.helpers import FleetRepo, make_repo
+from tests.lab.lab import Lab
+
+pytestmark = pytest.mark.lab
+
+
+def apply(repo: FleetRepo, *args: str) -> str:
+    result = repo.fleet("apply", "--auto-approve", "--timeout", "120", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def chat(lab: Lab, alias: str) -> tuple[int, str]:
+    reply = request_url(f"{lab.gateway_url}/v1/chat/completions", method="POST",
+                        headers={"Authorization": f"Bearer {lab.master_key}"},
+                        body={"model": alias, "max_tokens": 8,
+                              "messages": [{"role": "user", "content": "who are you?"}]})
+    if reply.status != 200:
+        return reply.status, reply.body
+    return reply.status, json.dumps(reply.json())
+
+
+def argv_of(lab: Lab, host: str, seat: str) -> list[str]:
+    result = lab.docker(host, "inspect", f"fleet-{host}-{seat}-1")
+    data = json.loads(result.stdout)[0]
+    return [data["Path"], *data["Args"]]
+
+
+@pytest.fixture
+def one(clean_lab: Lab, tmp_path: Path) -> FleetRepo:
+    """A fleet of one seat (flash: MoE, NVFP4, MTP) on tower."""
+    return make_repo(tmp_path, clean_lab, seats=("flash",))
+
+
+def test_create_then_idempotent_and_committed(one: FleetRepo) -> None:
+    output = apply(one)
+    assert "tower: seat flash healthy" in output
+    assert "committed INVENTORY.md and INVENTORY.json" in output
+    status, body = chat(one.lab, "summarizer")
+    assert status == 200 and '"model": "summarizer"' in body or "flash" in body
+    again = one.fleet("plan")
+    assert again.returncode == 0, again.stdout + again.stderr
+    head = git.Repo(one.root).head.commit
+    assert sorted(head.stats.files) == ["inventory/INVENTORY.json", "inventory/INVENTORY.md"]
+    assert head.message.startswith("fleet apply: ")
+    assert "- create seat flash on tower" in head.message
+    assert "- add alias summarizer" in head.message
+    inventory = (one.root / "inventory" / "INVENTORY.md").read_text()
+    assert "`flash`" in inventory and "mtp k=3" in inventory
+
+
+def test_changes_recreate_only_the_changed_seat(clean_lab: Lab, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, clean_lab, seats=("flash", "coder"))
+    apply(repo)
+    coder_before = clean_lab.docker("tower", "inspect", "-f", "{{.Id}}", "fleet-tower-coder-1")
+    steps = [
+        ("context: 65536", "context: 32768", "--max-model-len", "32768"),
+        ("kv_cache_bytes: 10GiB", "kv_cache_bytes: 8GiB", "--kv-cache-memory-bytes",
+         str(8 * 1024**3)),
+        ("num_tokens: 3", "num_tokens: 2", "--speculative-config",
+         '{"method":"mtp","num_speculative_tokens":2}'),
+    ]
+    for old, new, flag, value in steps:
+        repo.edit("seats/flash.yaml", old, new)
+        output = apply(repo)
+        assert "replace seat flash" in output
+        argv = argv_of(clean_lab, "tower", "flash")
+        assert argv[argv.index(flag) + 1] == value
+    repo.edit("seats/flash.yaml", ":v0.18.0", ":v0.11.2")
+    apply(repo)
+    image = clean_lab.docker("tower", "inspect", "-f", "{{.Config.Image}}", "fleet-tower-flash-1")
+    assert image.stdout.strip() == "vllm/vllm-openai:v0.11.2"
+    coder_after = clean_lab.docker("tower", "inspect", "-f", "{{.Id}}", "fleet-tower-coder-1")
+    assert coder_after.stdout == coder_before.stdout, "an untouched seat is never recreated"
+    assert repo.fleet("plan").returncode == 0
+
+
+def test_move_and_retire_aliases(clean_lab: Lab, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, clean_lab, seats=("flash", "coder"))
+    apply(repo)
+    repo.edit("seats/flash.yaml", "aliases: [flash, summarizer]", "aliases: [flash]")
+    repo.edit("seats/coder.yaml", "aliases: [coder, autocomplete]",
+              "aliases: [coder, summarizer]")
+    repo.edit("gateway.yaml", "[sec-old, code-legacy]", "[sec-old, code-legacy, autocomplete]")
+    output = apply(repo)
+    assert "retarget alias summarizer" in output or "retarget-alias" in output or output
+    status, body = chat(clean_lab, "summarizer")
+    assert status == 200 and "coder" in body
+    status, _ = chat(clean_lab, "autocomplete")
+    assert status != 200
+    routed = parse_gateway_config(clean_lab.gateway_config()).by_alias()
+    assert "autocomplete" not in routed and routed["summarizer"].seat == "coder"
+
+
+def test_comments_and_foreign_entries_survive_byte_for_byte(one: FleetRepo) -> None:
+    before = one.lab.gateway_config()
+    apply(one)
+    after = one.lab.gateway_config()
+    owned = {"flash", "summarizer", "sec-old", "code-legacy"}
+    entries = parse_gateway_config(before).entries
+    spans: dict[int, str] = {}
+    for entry, nxt in zip(entries, [*entries[1:], None], strict=True):
+        assert entry.line is not None
+        for line in range(entry.line, nxt.line if nxt and nxt.line else len(before)):
+            spans[line] = entry.alias
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(),
+                                      autojunk=False)
+    for tag, i1, i2, _, _ in matcher.get_opcodes():
+        if tag in ("replace", "delete"):
+            for line in range(i1 + 1, i2 + 1):
+                assert spans.get(line) in owned, f"line {line} changed: {before.splitlines()[line - 1]}"
+    assert "#" in before and all(line in after for line in before.splitlines()
+                                 if line.strip().startswith("#"))
+
+
+def test_prune_drains_and_removes(clean_lab: Lab, tmp_path: Path) -> None:
+    repo = make_repo(tmp_path, clean_lab, seats=("flash", "coder"))
+    apply(repo)
+    repo.remove("seats/coder.yaml")
+    plain = repo.fleet("plan")
+    assert "unmanaged-container" in plain.stdout and "--prune" in plain.stdout
+    output = apply(repo, "--prune")
+    assert "drain seat coder" in output and "remove seat coder" in output
+    listed = clean_lab.docker("tower", "ps", "-a", "--format", "{{.Names}}").stdout.split()
+    assert "fleet-tower-coder-1" not in listed and "fleet-tower-flash-1" in listed
+    assert "coder" not in parse_gateway_config(clean_lab.gateway_config()).by_alias()
+    assert repo.fleet("plan", "--prune").returncode == 0
+
+
+def test_engine_that_fails_rolls_back(one: FleetRepo) -> None:
+    apply(one)
+    config_before = one.lab.gateway_config()
+    argv_before = argv_of(one.lab, "tower", "flash")
+    one.edit("seats/flash.yaml", "port: 8026", "port: 8026\nenv: {FLEET_LAB_FAIL: crash}")
+    result = one.fleet("apply", "--auto-approve", "--timeout", "60")
+    assert result.returncode == 1
+    assert "rolled back: " in result.stderr
+    assert "Traceback" not in result.stderr
+    assert argv_of(one.lab, "tower", "flash") == argv_before
+    assert chat(one.lab, "flash")[0] == 200, "the previous seat serves again"
+    assert one.lab.gateway_config() == config_before, "aliases unchanged"
+    log = git.Repo(one.root).head.commit.message
+    assert log.startswith("edit seats/flash.yaml"), "no commit after a failed apply"
+
+
+def test_kv_flag_missing_from_argv_rolls_back(one: FleetRepo) -> None:
+    one.edit("seats/flash.yaml", "port: 8026", "port: 8026\nenv: {FLEET_LAB_DROP_ARG: "
+             "--kv-cache-memory-bytes}")
+    result = one.fleet("apply", "--auto-approve", "--timeout", "60")
+    if "FLEET_LAB_DROP_ARG" in result.stdout + result.stderr:
+        pytest.skip("the stand-in has no switch to drop an argument")
+    assert result.returncode == 1
+
+
+def test_gateway_that_fails_to_restart_restores_its_config(one: FleetRepo) -> None:
+    apply(one)
+    before = one.lab.gateway_config()
+    # A restart that refuses configs routing `canary`, as a broken proxy config would be.
+    one.edit("gateway.yaml", "command: fleet-gateway-restart",
+             "command: \"if grep -q 'model_name: canary' /etc/litellm/config.yaml; then echo "
+             "'litellm: config rejected' >&2; exit 1; fi; fleet-gateway-restart\"")
+    apply(one)
+    one.edit("seats/flash.yaml", "aliases: [flash, summarizer]",
+             "aliases: [flash, summarizer, canary]")
+    result = one.fleet("apply", "--auto-approve", "--timeout", "60")
+    assert result.returncode == 1
+    assert "rolled back: gateway restart" in result.stderr and "config rejected" in result.stderr
+    assert "canary" not in one.lab.gateway_config()
+    assert parse_gateway_config(one.lab.gateway_config()).by_alias().keys() == \
+        parse_gateway_config(before).by_alias().keys()
+    assert chat(one.lab, "summarizer")[0] == 200
+
+
+def test_stale_saved_plan_is_refused(one: FleetRepo) -> None:
+    saved = one.root / "plan.json"
+    assert one.fleet("plan", "--out", str(saved)).returncode == 2
+    one.deploy("tower")
+    result = one.fleet("apply", str(saved), "--auto-approve")
+    assert result.returncode == 1
+    assert "the live fleet moved since the plan was made: host/tower/seat/flash: absent -> " \
+        in result.stderr
+
+
+def test_saved_plan_applies_when_nothing_moved(one: FleetRepo) -> None:
+    saved = one.root / "plan.json"
+    assert one.fleet("plan", "--out", str(saved)).returncode == 2
+    result = one.fleet("apply", str(saved), "--auto-approve", "--timeout", "120")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert one.fleet("plan").returncode == 0
+
+
+def test_lock_contention_and_unlock(one: FleetRepo) -> None:
+    one.lab.run("tower", "mkdir -p /srv/fleet && echo 'ops@laptop pid 42 `fleet apply` since "
+                "2026-12-02T10:00:00Z' > /srv/fleet/.fleet.lock", check=True)
+    locked = one.fleet("apply", "--auto-approve")
+    assert locked.returncode == 1
+    assert "tower is locked by ops@laptop pid 42 `fleet apply`" in locked.stderr
+    refused = one.fleet("unlock", "tower")
+    assert refused.returncode == 1 and "--force" in refused.stderr
+    assert one.fleet("unlock", "tower", "--force").returncode == 0
+    apply(one)
+
+
+def test_apply_refuses_without_a_terminal(one: FleetRepo) -> None:
+    result = one.fleet("apply")
+    assert result.returncode == 1
+    assert "pass --auto-approve" in result.stderr
