@@ -31,18 +31,35 @@ def assemble_host(name: str, output: str) -> ObservedHost:
     for kind, arg, body in split_sections(output):
         sections[kind][arg] = body
     if "end" not in sections:
-        return ObservedHost(name=name, reachable=False,
-                            error="fact script did not finish (output cut short)")
+        return ObservedHost(
+            name=name, reachable=False, error="fact script did not finish (output cut short)"
+        )
     gpus, gpu_error = _gpus(sections)
     processes = _processes(sections, gpus)
-    docker_error = None if sections["docker-rc"].get("0") is not None else \
-        "docker is not answering on this host"
-    containers = parse_docker_inspect(sections["inspect"].get("", ""),
-                                      sections["images"].get("", ""))
-    seats = tuple(_seat(c, sections["logs"].get(c.id, ""), processes) for c in containers)
-    return ObservedHost(name=name, gpus=gpus, gpu_error=gpu_error, docker_error=docker_error,
-                        processes=processes, seats=seats, models=_models(sections),
-                        missing_paths=tuple(sorted(sections["missing"])))
+    docker_error = (
+        None
+        if sections["docker-rc"].get("0") is not None
+        else "docker is not answering on this host"
+    )
+    containers = parse_docker_inspect(
+        sections["inspect"].get("", ""), sections["images"].get("", "")
+    )
+    seats = tuple(
+        _seat(
+            _live_argv(c, sections["cmdline"].get(c.id)), sections["logs"].get(c.id, ""), processes
+        )
+        for c in containers
+    )
+    return ObservedHost(
+        name=name,
+        gpus=gpus,
+        gpu_error=gpu_error,
+        docker_error=docker_error,
+        processes=processes,
+        seats=seats,
+        models=_models(sections),
+        missing_paths=tuple(sorted(sections["missing"])),
+    )
 
 
 def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
@@ -50,24 +67,45 @@ def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
     if "0" not in sections["gpus-rc"]:
         lines = [line for line in text.splitlines() if line.strip()]
         return (), (lines[0] if lines else "nvidia-smi failed")
-    gpus = tuple(ObservedGpu(index=g.index, uuid=g.uuid or "", name=g.name or "",
-                             memory_total_mib=g.memory_total_mib or 0,
-                             memory_used_mib=g.memory_used_mib or 0)
-                 for g in parse_gpu_query(text) if g.index is not None)
+    gpus = tuple(
+        ObservedGpu(
+            index=g.index,
+            uuid=g.uuid or "",
+            name=g.name or "",
+            memory_total_mib=g.memory_total_mib or 0,
+            memory_used_mib=g.memory_used_mib or 0,
+        )
+        for g in parse_gpu_query(text)
+        if g.index is not None
+    )
     return tuple(sorted(gpus, key=lambda g: g.index)), None
 
 
 def _processes(sections: Sections, gpus: tuple[ObservedGpu, ...]) -> tuple[GpuProcessUse, ...]:
     by_uuid = {g.uuid: g.index for g in gpus}
-    uses = [GpuProcessUse(pid=p.pid, gpu_index=by_uuid.get(p.gpu_uuid or "", p.gpu_index),
-                          used_mib=p.used_memory_mib or 0,
-                          container_id=parse_cgroup(sections["cgroup"].get(str(p.pid), "")))
-            for p in parse_compute_apps(sections["apps"].get("", ""))]
+    uses = [
+        GpuProcessUse(
+            pid=p.pid,
+            gpu_index=by_uuid.get(p.gpu_uuid or "", p.gpu_index),
+            used_mib=p.used_memory_mib or 0,
+            container_id=parse_cgroup(sections["cgroup"].get(str(p.pid), "")),
+        )
+        for p in parse_compute_apps(sections["apps"].get("", ""))
+    ]
     return tuple(sorted(uses, key=lambda u: (u.gpu_index or 0, u.pid)))
 
 
-def _seat(container: ContainerFact, log: str,
-          processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:
+def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
+    """The argv the engine process really runs with, when /proc could be read.
+
+    A wrapper entrypoint can drop flags docker was asked to pass; the process's own
+    /proc/<pid>/cmdline is the truth the health gate and the diff are about.
+    """
+    argv = tuple(line for line in (cmdline or "").split("\n") if line)
+    return container.model_copy(update={"argv": argv}) if argv else container
+
+
+def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:
     labels = container.labels
     managed = labels.get(MANAGED_LABEL) == "true" and SEAT_LABEL in labels
     args = parse_engine_argv(container.argv)
@@ -75,16 +113,20 @@ def _seat(container: ContainerFact, log: str,
     engine = parse_vllm_log(log) if log and _is_vllm(container) else None
     return ObservedSeat(
         name=labels.get(SEAT_LABEL, container.name) if managed else container.name,
-        managed=managed, container=container,
+        managed=managed,
+        container=container,
         served_names=args.served_model_names or ((args.model,) if args.model else ()),
-        model=args.model, port=args.port, max_model_len=args.max_model_len,
+        model=args.model,
+        port=args.port,
+        max_model_len=args.max_model_len,
         kv_cache_bytes=args.kv_cache_memory_bytes,
         gpu_memory_utilization=args.gpu_memory_utilization,
         tensor_parallel_size=args.tensor_parallel_size,
         speculative=dict(args.speculative_config) if args.speculative_config else None,
         extra_args=tuple(args.extra),
         gpus=tuple(sorted({p.gpu_index for p in mine if p.gpu_index is not None})),
-        vram_mib=sum(p.used_mib for p in mine), engine=engine,
+        vram_mib=sum(p.used_mib for p in mine),
+        engine=engine,
     )
 
 
@@ -100,7 +142,8 @@ def _models(sections: Sections) -> dict[str, ModelInfo]:
         provenance = sections["provenance"].get(path)
         lineage = parse_provenance(provenance).as_dict() if provenance else {}
         models[path] = ModelInfo(
-            path=path, size_bytes=int(size) if size.strip().isdigit() else None,
+            path=path,
+            size_bytes=int(size) if size.strip().isdigit() else None,
             architecture=facts.architectures[0] if facts and facts.architectures else None,
             model_type=facts.model_type if facts else None,
             num_layers=facts.num_layers if facts else None,

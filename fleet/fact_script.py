@@ -2,8 +2,8 @@
 
 `fact_script` builds it (called by reconciler.observe); `split_sections` cuts what it
 printed into named sections for the parsers. Every command in it only reads: nvidia-smi
-queries, /proc/<pid>/cgroup, `docker inspect`, `docker logs`, `docker image inspect`, and
-the models' config.json and .PROVENANCE.txt files.
+queries, /proc/<pid>/cgroup, each container's live /proc/<pid>/cmdline, `docker inspect`,
+`docker logs`, `docker image inspect`, and the models' config.json and .PROVENANCE.txt.
 """
 
 from __future__ import annotations
@@ -31,7 +31,9 @@ mark docker-rc $?
 if [ -n "$ids" ]; then
   mark inspect; docker inspect $ids
   mark images; docker image inspect $(docker inspect -f '{{.Image}}' $ids | sort -u)
-  docker inspect -f '{{.Id}} {{.State.StartedAt}}' $ids | while read -r id started; do
+  docker inspect -f '{{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids |
+  while read -r id pid started; do
+    [ "$pid" -gt 0 ] && { mark cmdline "$id"; tr '\0' '\n' < "/proc/$pid/cmdline"; }
     mark logs "$id"; docker logs --since "$started" "$id" 2>&1 | head -n 20000
   done
 fi
@@ -43,7 +45,9 @@ def fact_script(models_root: str, model_paths: Iterable[str]) -> str:
     root = models_root.rstrip("/") or ""
     wanted = sorted({p.rstrip("/") for p in model_paths})
     outside = [p for p in wanted if p.rsplit("/", 1)[0] != root]
-    return _PRELUDE + f"""model() {{
+    return (
+        _PRELUDE
+        + f"""model() {{
   mark model "$1"; du -sb "$1" 2>/dev/null | cut -f1
   [ -f "$1/config.json" ] && {{ mark config "$1"; cat "$1/config.json"; }}
   [ -f "$1.PROVENANCE.txt" ] && {{ mark provenance "$1"; cat "$1.PROVENANCE.txt"; }}
@@ -52,6 +56,7 @@ for dir in {shlex.quote(root or "/")}/* {_words(outside)}; do [ -d "$dir" ] && m
 for dir in {_words(wanted)}; do [ -d "$dir" ] || mark missing "$dir"; done
 mark end
 """
+    )
 
 
 def _words(paths: list[str]) -> str:
@@ -66,7 +71,7 @@ def split_sections(output: str) -> list[tuple[str, str, str]]:
         if line.startswith(MARK):
             if kind:
                 sections.append((kind, arg, "\n".join(body).strip("\n")))
-            kind, _, arg = line[len(MARK):].partition(" ")
+            kind, _, arg = line[len(MARK) :].partition(" ")
             body = []
         else:
             body.append(line)

@@ -35,18 +35,27 @@ class FleetRepo:
     def desired(self) -> Path:
         return self.root / "desired"
 
-    def fleet(self, *args: str, timeout: float = 900,
-              env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    def fleet(
+        self, *args: str, timeout: float = 900, env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess[str]:
         """Run the fleet command line here."""
         environment = {**os.environ, **self.lab.env(), **(env or {})}
         environment.pop("FLEET_DESIRED", None)
-        return subprocess.run([sys.executable, "-m", "reconciler", *args], cwd=self.root,
-                              capture_output=True, text=True, timeout=timeout,
-                              env=environment, stdin=subprocess.DEVNULL)
+        return subprocess.run(
+            [sys.executable, "-m", "reconciler", *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=environment,
+            stdin=subprocess.DEVNULL,
+        )
 
     def load(self) -> DesiredFleet:
-        files = {p.relative_to(self.desired).as_posix(): p.read_text()
-                 for p in self.desired.rglob("*.yaml")}
+        files = {
+            p.relative_to(self.desired).as_posix(): p.read_text()
+            for p in self.desired.rglob("*.yaml")
+        }
         loaded = load_fleet(files)
         assert loaded.fleet is not None, loaded.problems
         return loaded.fleet

@@ -24,10 +24,16 @@ def apply(repo: FleetRepo, *args: str) -> str:
 
 
 def chat(lab: Lab, alias: str) -> tuple[int, str]:
-    reply = request_url(f"{lab.gateway_url}/v1/chat/completions", method="POST",
-                        headers={"Authorization": f"Bearer {lab.master_key}"},
-                        body={"model": alias, "max_tokens": 8,
-                              "messages": [{"role": "user", "content": "who are you?"}]})
+    reply = request_url(
+        f"{lab.gateway_url}/v1/chat/completions",
+        method="POST",
+        headers={"Authorization": f"Bearer {lab.master_key}"},
+        body={
+            "model": alias,
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": "who are you?"}],
+        },
+    )
     if reply.status != 200:
         return reply.status, reply.body
     return reply.status, json.dumps(reply.json())
@@ -50,7 +56,7 @@ def test_create_then_idempotent_and_committed(one: FleetRepo) -> None:
     assert "tower: seat flash healthy" in output
     assert "committed INVENTORY.md and INVENTORY.json" in output
     status, body = chat(one.lab, "summarizer")
-    assert status == 200 and '"model": "summarizer"' in body or "flash" in body
+    assert (status == 200 and '"model": "summarizer"' in body) or "flash" in body
     again = one.fleet("plan")
     assert again.returncode == 0, again.stdout + again.stderr
     head = git.Repo(one.root).head.commit
@@ -68,10 +74,18 @@ def test_changes_recreate_only_the_changed_seat(clean_lab: Lab, tmp_path: Path) 
     coder_before = clean_lab.docker("tower", "inspect", "-f", "{{.Id}}", "fleet-tower-coder-1")
     steps = [
         ("context: 65536", "context: 32768", "--max-model-len", "32768"),
-        ("kv_cache_bytes: 10GiB", "kv_cache_bytes: 8GiB", "--kv-cache-memory-bytes",
-         str(8 * 1024**3)),
-        ("num_tokens: 3", "num_tokens: 2", "--speculative-config",
-         '{"method":"mtp","num_speculative_tokens":2}'),
+        (
+            "kv_cache_bytes: 10GiB",
+            "kv_cache_bytes: 8GiB",
+            "--kv-cache-memory-bytes",
+            str(8 * 1024**3),
+        ),
+        (
+            "num_tokens: 3",
+            "num_tokens: 2",
+            "--speculative-config",
+            '{"method":"mtp","num_speculative_tokens":2}',
+        ),
     ]
     for old, new, flag, value in steps:
         repo.edit("seats/flash.yaml", old, new)
@@ -92,8 +106,7 @@ def test_move_and_retire_aliases(clean_lab: Lab, tmp_path: Path) -> None:
     repo = make_repo(tmp_path, clean_lab, seats=("flash", "coder"))
     apply(repo)
     repo.edit("seats/flash.yaml", "aliases: [flash, summarizer]", "aliases: [flash]")
-    repo.edit("seats/coder.yaml", "aliases: [coder, autocomplete]",
-              "aliases: [coder, summarizer]")
+    repo.edit("seats/coder.yaml", "aliases: [coder, autocomplete]", "aliases: [coder, summarizer]")
     repo.edit("gateway.yaml", "[sec-old, code-legacy]", "[sec-old, code-legacy, autocomplete]")
     output = apply(repo)
     assert "retarget alias summarizer" in output or "retarget-alias" in output or output
@@ -116,14 +129,16 @@ def test_comments_and_foreign_entries_survive_byte_for_byte(one: FleetRepo) -> N
         assert entry.line is not None
         for line in range(entry.line, nxt.line if nxt and nxt.line else len(before)):
             spans[line] = entry.alias
-    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(),
-                                      autojunk=False)
+    matcher = difflib.SequenceMatcher(a=before.splitlines(), b=after.splitlines(), autojunk=False)
     for tag, i1, i2, _, _ in matcher.get_opcodes():
         if tag in ("replace", "delete"):
             for line in range(i1 + 1, i2 + 1):
-                assert spans.get(line) in owned, f"line {line} changed: {before.splitlines()[line - 1]}"
-    assert "#" in before and all(line in after for line in before.splitlines()
-                                 if line.strip().startswith("#"))
+                assert spans.get(line) in owned, (
+                    f"line {line} changed: {before.splitlines()[line - 1]}"
+                )
+    assert "#" in before and all(
+        line in after for line in before.splitlines() if line.strip().startswith("#")
+    )
 
 
 def test_prune_drains_and_removes(clean_lab: Lab, tmp_path: Path) -> None:
@@ -157,8 +172,11 @@ def test_engine_that_fails_rolls_back(one: FleetRepo) -> None:
 
 
 def test_kv_flag_missing_from_argv_rolls_back(one: FleetRepo) -> None:
-    one.edit("seats/flash.yaml", "port: 8026", "port: 8026\nenv: {FLEET_LAB_DROP_ARG: "
-             "--kv-cache-memory-bytes}")
+    one.edit(
+        "seats/flash.yaml",
+        "port: 8026",
+        "port: 8026\nenv: {FLEET_LAB_DROP_ARG: --kv-cache-memory-bytes}",
+    )
     result = one.fleet("apply", "--auto-approve", "--timeout", "60")
     if "FLEET_LAB_DROP_ARG" in result.stdout + result.stderr:
         pytest.skip("the stand-in has no switch to drop an argument")
@@ -169,18 +187,24 @@ def test_gateway_that_fails_to_restart_restores_its_config(one: FleetRepo) -> No
     apply(one)
     before = one.lab.gateway_config()
     # A restart that refuses configs routing `canary`, as a broken proxy config would be.
-    one.edit("gateway.yaml", "command: fleet-gateway-restart",
-             "command: \"if grep -q 'model_name: canary' /etc/litellm/config.yaml; then echo "
-             "'litellm: config rejected' >&2; exit 1; fi; fleet-gateway-restart\"")
+    one.edit(
+        "gateway.yaml",
+        "command: fleet-gateway-restart",
+        "command: \"if grep -q 'model_name: canary' /etc/litellm/config.yaml; then echo "
+        "'litellm: config rejected' >&2; exit 1; fi; fleet-gateway-restart\"",
+    )
     apply(one)
-    one.edit("seats/flash.yaml", "aliases: [flash, summarizer]",
-             "aliases: [flash, summarizer, canary]")
+    one.edit(
+        "seats/flash.yaml", "aliases: [flash, summarizer]", "aliases: [flash, summarizer, canary]"
+    )
     result = one.fleet("apply", "--auto-approve", "--timeout", "60")
     assert result.returncode == 1
     assert "rolled back: gateway restart" in result.stderr and "config rejected" in result.stderr
     assert "canary" not in one.lab.gateway_config()
-    assert parse_gateway_config(one.lab.gateway_config()).by_alias().keys() == \
-        parse_gateway_config(before).by_alias().keys()
+    assert (
+        parse_gateway_config(one.lab.gateway_config()).by_alias().keys()
+        == parse_gateway_config(before).by_alias().keys()
+    )
     assert chat(one.lab, "summarizer")[0] == 200
 
 
@@ -190,8 +214,10 @@ def test_stale_saved_plan_is_refused(one: FleetRepo) -> None:
     one.deploy("tower")
     result = one.fleet("apply", str(saved), "--auto-approve")
     assert result.returncode == 1
-    assert "the live fleet moved since the plan was made: host/tower/seat/flash: absent -> " \
+    assert (
+        "the live fleet moved since the plan was made: host/tower/seat/flash: absent -> "
         in result.stderr
+    )
 
 
 def test_saved_plan_applies_when_nothing_moved(one: FleetRepo) -> None:
@@ -203,8 +229,12 @@ def test_saved_plan_applies_when_nothing_moved(one: FleetRepo) -> None:
 
 
 def test_lock_contention_and_unlock(one: FleetRepo) -> None:
-    one.lab.run("tower", "mkdir -p /srv/fleet && echo 'ops@laptop pid 42 `fleet apply` since "
-                "2026-12-02T10:00:00Z' > /srv/fleet/.fleet.lock", check=True)
+    one.lab.run(
+        "tower",
+        "mkdir -p /srv/fleet && echo 'ops@laptop pid 42 `fleet apply` since "
+        "2026-12-02T10:00:00Z' > /srv/fleet/.fleet.lock",
+        check=True,
+    )
     locked = one.fleet("apply", "--auto-approve")
     assert locked.returncode == 1
     assert "tower is locked by ops@laptop pid 42 `fleet apply`" in locked.stderr

@@ -48,7 +48,10 @@ def test_seats_gpus_tp_and_engine_facts(repo: FleetRepo) -> None:
     inventory = inventory_json(repo)
     tower = seats_of(inventory, "tower")
     assert {name: s["gpus"] for name, s in tower.items()} == {
-        "coder": [0], "embed": [1], "reason": [2, 3]}
+        "coder": [0],
+        "embed": [1],
+        "reason": [2, 3],
+    }
     reason = tower["reason"]
     assert reason["architecture"] == "Qwen3ForCausalLM" and reason["layers"] == 64
     assert reason["kv_cache_tokens"] and reason["context"] == 40960
@@ -85,7 +88,8 @@ def test_dead_alias_floating_tag_and_drifted_model(repo: FleetRepo) -> None:
     repo.deploy("tower")
     config = repo.lab.gateway_config() + (
         "  - model_name: chat\n    litellm_params:\n      model: hosted_vllm/reason\n"
-        "      api_base: http://127.0.0.11:8030/v1\n")
+        "      api_base: http://127.0.0.11:8030/v1\n"
+    )
     repo.lab.set_gateway_config(config)
     found = {(f["kind"], f["target"]) for f in inventory_json(repo)["findings"]}  # type: ignore[union-attr, index]
     assert ("dead-alias", "alias sec-old") in found
@@ -106,8 +110,11 @@ def test_unreachable_host_is_reported_the_others_observed(repo: FleetRepo) -> No
 
 def test_unknown_host_key_is_an_error(repo: FleetRepo, tmp_path: Path) -> None:
     config = tmp_path / "ssh_config"
-    config.write_text(repo.lab.ssh_config.read_text().replace(
-        str(repo.lab.known_hosts), str(tmp_path / "empty_known_hosts")))
+    config.write_text(
+        repo.lab.ssh_config.read_text().replace(
+            str(repo.lab.known_hosts), str(tmp_path / "empty_known_hosts")
+        )
+    )
     (tmp_path / "empty_known_hosts").write_text("")
     result = repo.fleet("inventory", env={"FLEET_SSH_CONFIG": str(config)})
     assert result.returncode == 1
@@ -137,8 +144,16 @@ def _no_stamp(text: str) -> list[str]:
 
 
 def _events(lab: Lab, host: str, since: float, until: float) -> list[str]:
-    result = lab.docker(host, "events", "--since", f"{since:.0f}", "--until", f"{until:.0f}",
-                        "--format", "{{.Type}} {{.Action}}")
+    result = lab.docker(
+        host,
+        "events",
+        "--since",
+        f"{since:.0f}",
+        "--until",
+        f"{until:.0f}",
+        "--format",
+        "{{.Type}} {{.Action}}",
+    )
     return [line for line in result.stdout.splitlines() if line.strip()]
 
 
@@ -167,9 +182,12 @@ def test_inventory_and_check_never_mutate(repo: FleetRepo) -> None:
     time.sleep(1.5)
     until = time.time()
     for host in repo.lab.hosts:
-        mutating = [e for e in _events(repo.lab, host, since, until)
-                    if e.split()[0] in ("container", "image", "network", "volume")
-                    and e.split()[1] not in ("exec_create", "exec_start", "exec_die")]
+        mutating = [
+            e
+            for e in _events(repo.lab, host, since, until)
+            if e.split()[0] in ("container", "image", "network", "volume")
+            and e.split()[1] not in ("exec_create", "exec_start", "exec_die")
+        ]
         assert mutating == [], f"{host}: docker events during read-only commands: {mutating}"
     assert _snapshot(repo.lab) == before, "no file on any host changed"
     kinds = {kind for _, kind, _ in operations}
@@ -177,7 +195,8 @@ def test_inventory_and_check_never_mutate(repo: FleetRepo) -> None:
     scripts = {detail for _, kind, detail in operations if kind == "exec"}
     assert scripts == {"sh -s"}, scripts
     script = fact_script("/models", ["/models/x"])
-    docker_calls = {line.split("docker ", 1)[1].split()[0] for line in script.splitlines()
-                    if "docker " in line}
+    docker_calls = {
+        line.split("docker ", 1)[1].split()[0] for line in script.splitlines() if "docker " in line
+    }
     assert docker_calls <= {"ps", "inspect", "image", "logs"}, docker_calls
     assert all(detail.startswith("GET ") for _, kind, detail in operations if kind == "http")

@@ -161,3 +161,26 @@ def test_nvidia_smi_failure_is_a_host_fact_not_a_crash() -> None:
 def test_cut_output_is_unreachable_not_half_facts() -> None:
     host = assemble_host("tower", "@@FLEET gpus\n0, GPU-1, X, 1, 1\n")
     assert not host.reachable and "did not finish" in (host.error or "")
+
+
+def test_the_live_cmdline_wins_over_what_docker_was_asked(corpus: Path) -> None:
+    """A wrapper entrypoint that dropped --kv-cache-memory-bytes is seen for what it is."""
+    live = "\n".join(
+        [
+            "python3",
+            "/usr/bin/vllm",
+            "serve",
+            "/models/coder",
+            "--served-model-name",
+            "coder",
+            "--port",
+            "8050",
+        ]
+    )
+    output = fact_output(corpus).replace(
+        f"@@FLEET logs {SEC_ID}", f"@@FLEET cmdline {SEC_ID}\n{live}\n@@FLEET logs {SEC_ID}"
+    )
+    seat = assemble_host("rig", output).seat("coder")
+    assert seat is not None
+    assert seat.kv_cache_bytes is None and seat.max_model_len is None
+    assert seat.served_names == ("coder",)
