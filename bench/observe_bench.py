@@ -1,0 +1,194 @@
+"""Benchmark `fleet inventory` on K lab hosts against the SSH floors (issue: observe).
+
+For each K (default 1, 4, 8) it brings up a lab of K GPU hosts with two engine seats each
+plus the gateway, then prints the median wall time (and min-max) of:
+- K parallel `ssh HOST true`: the connection floor;
+- K parallel `ssh HOST sh -s < fact-script`: the honest floor for the same facts;
+- `fleet inventory --json` as a user runs it (interpreter start-up included);
+- `observe_fleet` in-process (the observation alone), with its round trips per host.
+
+usage: .venv/bin/python -m bench.observe_bench [--hosts 1,4,8] [--runs 5]
+Takes the lab over (it is brought down at the end). Figures, not assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+
+from fleet.fact_script import fact_script
+from fleet.models import DesiredFleet
+from fleet.render.compose import render_compose
+from reconciler.connections import Connections
+from reconciler.desired import require_valid
+from reconciler.observe import observe_fleet
+from tests.lab.lab import Lab
+
+SEATS = (
+    ("coder", 0, "/models/TinyLlama-1.1B-Chat-FP8", 2048, "0.02"),
+    ("embed", 1, "/models/stories42M-embed", 1024, "0.01"),
+)
+
+
+def write_desired(root: Path, lab: Lab) -> Path:
+    """A desired/ of every bench host with two seats each, and the gateway."""
+    desired = root / "desired"
+    (desired / "hosts").mkdir(parents=True)
+    (desired / "seats").mkdir()
+    (desired / "fleet.yaml").write_text(
+        "name: bench\nimages: {digest: ignore}\nconcurrency_band: {min: 0.5, max: 500}\n"
+    )
+    for host in lab.hosts.values():
+        gpus = "".join(
+            f"\n  - {{index: {g.index}, name: {g.name}, memory: {g.memory_mib}MiB}}"
+            for g in host.spec.gpus
+        )
+        (desired / "hosts" / f"{host.name}.yaml").write_text(
+            f"ssh: {{alias: {host.name}}}\naddress: {host.address}\n"
+            f"publish_address: {host.address}\ngpus:{gpus or ' []'}\n"
+        )
+        if host.spec.gateway:
+            continue
+        for name, gpu, model, context, fraction in SEATS:
+            port = 8000 + 10 * int(host.name.split("-")[1]) + gpu
+            (desired / "seats" / f"{name}-{host.name}.yaml").write_text(
+                f"host: {host.name}\ngpus: [{gpu}]\nimage: vllm/vllm-openai:v0.18.0\n"
+                f"model: {model}\nserved_name: {name}-{host.name}\ncontext: {context}\n"
+                f"gpu_memory_utilization: {fraction}\nport: {port}\n"
+            )
+    gateway = lab.gateway_host
+    assert gateway is not None
+    (desired / "gateway.yaml").write_text(
+        f"host: {gateway.name}\nconfig_path: /etc/litellm/config.yaml\nurl: {lab.gateway_url}\n"
+        "master_key: ${LITELLM_MASTER_KEY}\nrestart: {command: fleet-gateway-restart}\n"
+    )
+    return desired
+
+
+def parallel(commands: list[list[str]], stdin: list[str | None]) -> None:
+    """Run commands at once and wait for all; fail loudly if one fails."""
+    procs = [
+        subprocess.Popen(
+            c, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+        )
+        for c in commands
+    ]
+    for proc, text in zip(procs, stdin, strict=True):
+        _, err = proc.communicate(text)
+        if proc.returncode != 0:
+            raise SystemExit(f"{proc.args}: exit {proc.returncode}: {err.strip()}")
+
+
+def timed(action: Callable[[], object], runs: int) -> list[float]:
+    """Wall seconds of each run."""
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        action()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def bench(k: int, runs: int) -> list[tuple[str, list[float], str]]:
+    """Every measurement for K hosts."""
+    lab = Lab(gpu_hosts=k)
+    lab.up()
+    try:
+        os.environ.update(lab.env())
+        with tempfile.TemporaryDirectory() as scratch:
+            desired = write_desired(Path(scratch), lab)
+            fleet, _ = require_valid(desired)
+            for host in lab.hosts.values():
+                if not host.spec.gateway:
+                    lab.compose_up(
+                        host.name, f"fleet-{host.name}", render_compose(fleet, host.name)
+                    )
+            return measure(lab, desired, fleet, k, runs)
+    finally:
+        lab.down()
+
+
+def measure(
+    lab: Lab, desired: Path, fleet: object, k: int, runs: int
+) -> list[tuple[str, list[float], str]]:
+    """The four timings for one lab."""
+
+    assert isinstance(fleet, DesiredFleet)
+    gpu_hosts = [h for h in lab.hosts.values() if not h.spec.gateway]
+    ssh = ["ssh", "-F", str(lab.ssh_config)]
+    script = {
+        h.name: fact_script("/models", [s.model for s in fleet.seats_on(h.name)]) for h in gpu_hosts
+    }
+    rows = [
+        (
+            "parallel ssh HOST true",
+            timed(lambda: parallel([[*ssh, h.name, "true"] for h in gpu_hosts], [None] * k), runs),
+            "",
+        ),
+        (
+            "parallel ssh, fact script",
+            timed(
+                lambda: parallel(
+                    [[*ssh, h.name, "sh -s"] for h in gpu_hosts],
+                    [script[h.name] for h in gpu_hosts],
+                ),
+                runs,
+            ),
+            "",
+        ),
+        (
+            "fleet inventory --json (CLI)",
+            timed(
+                lambda: subprocess.run(
+                    [sys.executable, "-m", "reconciler", "inventory", "--json", "-d", str(desired)],
+                    capture_output=True,
+                    check=False,
+                ),
+                runs,
+            ),
+            "",
+        ),
+    ]
+    trips: Counter[str] = Counter()
+
+    def observe() -> None:
+        with Connections(fleet, lab.ssh_config) as connections:
+            observe_fleet(fleet, connections)
+            trips.clear()
+            trips.update(h for h, kind, _ in connections.operations() if kind != "connect")
+
+    times = timed(observe, runs)
+    per_host = ", ".join(f"{h}={n}" for h, n in sorted(trips.items()))
+    rows.append(("observe_fleet in-process", times, f"round trips: {per_host}"))
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--hosts", default="1,4,8")
+    parser.add_argument("--runs", type=int, default=5)
+    args = parser.parse_args()
+    for k in [int(x) for x in args.hosts.split(",")]:
+        rows = bench(k, args.runs)
+        floor = statistics.median(rows[0][1])
+        script_floor = statistics.median(rows[1][1])
+        print(f"\n== {k} GPU host(s), 2 seats each, median of {args.runs} runs")
+        for name, times, note in rows:
+            median = statistics.median(times)
+            print(
+                f"{name:32} {median:6.2f}s [{min(times):.2f}-{max(times):.2f}]  "
+                f"{median / floor:4.1f}x ssh-true  {median / script_floor:4.2f}x fact-script"
+                + (f"  {note}" if note else "")
+            )
+
+
+if __name__ == "__main__":
+    main()
