@@ -39,11 +39,15 @@ class Plan(CoreModel):
 
     def summary(self) -> str:
         """`N to create, N to replace, N to remove, N alias changes`."""
-        aliases = sum(self.count(k) for k in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS,
-                                              ActionKind.REMOVE_ALIAS))
-        return (f"{self.count(ActionKind.CREATE_SEAT)} to create, "
-                f"{self.count(ActionKind.REPLACE_SEAT)} to replace, "
-                f"{self.count(ActionKind.REMOVE_SEAT)} to remove, {aliases} alias changes")
+        aliases = sum(
+            self.count(k)
+            for k in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS, ActionKind.REMOVE_ALIAS)
+        )
+        return (
+            f"{self.count(ActionKind.CREATE_SEAT)} to create, "
+            f"{self.count(ActionKind.REPLACE_SEAT)} to replace, "
+            f"{self.count(ActionKind.REMOVE_SEAT)} to remove, {aliases} alias changes"
+        )
 
     @property
     def empty(self) -> bool:
@@ -51,17 +55,23 @@ class Plan(CoreModel):
         return not self.actions
 
 
-def make_plan(desired: DesiredFleet, observation: Observation, *, prune: bool = False,
-              only_seats: frozenset[str] = frozenset(), desired_commit: str | None = None,
-              drift: tuple[str, ...] = ()) -> Plan:
+def make_plan(
+    desired: DesiredFleet,
+    observation: Observation,
+    *,
+    prune: bool = False,
+    only_seats: frozenset[str] = frozenset(),
+    desired_commit: str | None = None,
+    drift: tuple[str, ...] = (),
+) -> Plan:
     """The plan for the observed fleet; `only_seats` limits seat actions to those named."""
     actions: list[Action] = []
     noops: list[NoOp] = []
     for name in sorted(desired.seats):
         if only_seats and name not in only_seats:
             continue
-        action, noop = _seat_action(desired, observation, name)
-        actions += [action] if action else []
+        seat_actions, noop = _seat_action(desired, observation, name)
+        actions += seat_actions
         noops += [noop] if noop else []
     actions += alias_actions(desired, observation, wave=2)
     actions += _removals(desired, observation, prune, only_seats)
@@ -69,10 +79,15 @@ def make_plan(desired: DesiredFleet, observation: Observation, *, prune: bool = 
         noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))
     actions.sort(key=lambda a: (a.wave, a.host, a.kind != ActionKind.RESTART_GATEWAY, a.target))
     _restart_last(actions)
-    return Plan(created_at=observation.observed_at, desired_commit=desired_commit,
-                actions=tuple(actions), noops=tuple(noops),
-                blockers=tuple(blockers.find_blockers(desired, observation, actions)),
-                findings=tuple(find_issues(desired, observation)), drift=drift)
+    return Plan(
+        created_at=observation.observed_at,
+        desired_commit=desired_commit,
+        actions=tuple(actions),
+        noops=tuple(noops),
+        blockers=tuple(blockers.find_blockers(desired, observation, actions)),
+        findings=tuple(find_issues(desired, observation)),
+        drift=drift,
+    )
 
 
 def _restart_last(actions: list[Action]) -> None:
@@ -83,40 +98,82 @@ def _restart_last(actions: list[Action]) -> None:
         actions.insert(index, restart)
 
 
-def _seat_action(desired: DesiredFleet, observation: Observation,
-                 name: str) -> tuple[Action | None, NoOp | None]:
+def _seat_action(
+    desired: DesiredFleet, observation: Observation, name: str
+) -> tuple[list[Action], NoOp | None]:
     seat = desired.seats[name]
     host = desired.hosts[seat.host]
     found = observation.seat(name)
     if found is None:
-        return Action(kind=ActionKind.CREATE_SEAT, target=name, host=seat.host, wave=1,
-                      reasons=(f"no container for seat {name} on {seat.host}",)), None
+        return [
+            Action(
+                kind=ActionKind.CREATE_SEAT,
+                target=name,
+                host=seat.host,
+                wave=1,
+                reasons=(f"no container for seat {name} on {seat.host}",),
+            )
+        ], None
     live_host, live = found
-    changes = diff_seat(desired_shape(seat, host), observed_shape(live))
-    reasons = []
     if live_host.name != seat.host:
-        reasons.append(f"moves from {live_host.name} to {seat.host}")
-    if not live.container.running:
-        reasons.append(f"container is {live.container.state}")
+        return [
+            Action(
+                kind=ActionKind.CREATE_SEAT,
+                target=name,
+                host=seat.host,
+                wave=1,
+                reasons=(f"moves from {live_host.name} to {seat.host}",),
+            ),
+            Action(
+                kind=ActionKind.REMOVE_SEAT,
+                target=name,
+                host=live_host.name,
+                wave=3,
+                reasons=(f"moved to {seat.host}",),
+            ),
+        ], None
+    changes = diff_seat(desired_shape(seat, host), observed_shape(live))
+    reasons = [] if live.container.running else [f"container is {live.container.state}"]
     if changes or reasons:
         reasons += [f"{c.field} changes" for c in changes]
-        return Action(kind=ActionKind.REPLACE_SEAT, target=name, host=seat.host, wave=1,
-                      reasons=tuple(reasons), changes=tuple(changes)), None
+        return [
+            Action(
+                kind=ActionKind.REPLACE_SEAT,
+                target=name,
+                host=seat.host,
+                wave=1,
+                reasons=tuple(reasons),
+                changes=tuple(changes),
+            )
+        ], None
     label = live.container.labels.get("fleet.spec-hash", "?")
-    return None, NoOp(target=name, reason=f"in sync: running, spec hash {label} matches and "
-                      "its argv carries every flag desired/ implies")
+    return [], NoOp(
+        target=name,
+        reason=f"in sync: running, spec hash {label} matches and "
+        "its argv carries every flag desired/ implies",
+    )
 
 
-def _removals(desired: DesiredFleet, observation: Observation, prune: bool,
-              only_seats: frozenset[str]) -> list[Action]:
+def _removals(
+    desired: DesiredFleet, observation: Observation, prune: bool, only_seats: frozenset[str]
+) -> list[Action]:
     if not prune:
         return []
     actions = []
     for host in sorted(observation.hosts.values(), key=lambda h: h.name):
         for seat in host.seats:
-            if seat.managed and seat.name not in desired.seats and (
-                    not only_seats or seat.name in only_seats):
-                actions.append(Action(kind=ActionKind.REMOVE_SEAT, target=seat.name,
-                                      host=host.name, wave=3,
-                                      reasons=("not in desired/ (--prune)",)))
+            if (
+                seat.managed
+                and seat.name not in desired.seats
+                and (not only_seats or seat.name in only_seats)
+            ):
+                actions.append(
+                    Action(
+                        kind=ActionKind.REMOVE_SEAT,
+                        target=seat.name,
+                        host=host.name,
+                        wave=3,
+                        reasons=("not in desired/ (--prune)",),
+                    )
+                )
     return actions

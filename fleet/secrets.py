@@ -63,3 +63,20 @@ def redact(text: str, secrets: list[str] | None = None) -> str:
     for _, pattern in KEY_SHAPES:
         text = pattern.sub("***", text)
     return text
+
+
+INTERPOLATION = re.compile(r"(?<!\$)\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def compose_escape(value: str) -> str:
+    """A value for a compose file: `${VAR}` stays an interpolation, any other `$` is literal."""
+    parts = INTERPOLATION.split(value)
+    out = []
+    for index, part in enumerate(parts):
+        out.append(f"${{{part}}}" if index % 2 else part.replace("$", "$$"))
+    return "".join(out)
+
+
+def referenced_variables(text: str) -> list[str]:
+    """Names of the `${VAR}` interpolations in a compose text, sorted."""
+    return sorted(set(INTERPOLATION.findall(text)))

@@ -7,17 +7,19 @@ error boundary.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, TextIO
 
 import typer
 from rich.console import Console
 
 from fleet.models import DesiredFleet
 from fleet.problems import Problem, Severity
+from fleet.secrets import redact, referenced_variables
 from reconciler.desired import desired_dir, require_valid
 
 app = typer.Typer(
@@ -27,14 +29,49 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     add_completion=False,
 )
-out = Console(soft_wrap=True, highlight=False, emoji=False)
-err = Console(stderr=True, soft_wrap=True, highlight=False, emoji=False)
+
+
+class RedactingStream:
+    """A text stream that replaces every known secret value with `***` as it writes.
+
+    The secrets are the values of the environment variables desired/ references
+    (`${VAR}`), registered by `open_fleet`, plus anything shaped like a known key.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.secrets: list[str] = []
+
+    def write(self, text: str) -> int:
+        return self.stream.write(redact(text, self.secrets))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+stdout, stderr = RedactingStream(sys.stdout), RedactingStream(sys.stderr)
+out = Console(file=stdout, soft_wrap=True, highlight=False, emoji=False)  # type: ignore[arg-type]
+err = Console(file=stderr, soft_wrap=True, highlight=False, emoji=False)  # type: ignore[arg-type]
 
 
 def print_raw(text: str) -> None:
-    """A document (Markdown, JSON, YAML, a diff) to stdout exactly as it is."""
-    sys.stdout.write(text)
-    sys.stdout.flush()
+    """A document (Markdown, JSON, YAML, a diff) to stdout as it is, secrets redacted."""
+    stdout.write(text)
+    stdout.flush()
+
+
+def register_secrets(fleet: DesiredFleet) -> None:
+    """Redact the values of every environment variable desired/ references."""
+    names = set(referenced_variables(fleet.model_dump_json()))
+    values = [os.environ[n] for n in sorted(names) if os.environ.get(n)]
+    for stream in (stdout, stderr):
+        stream.secrets = values
 
 
 DesiredOption = Annotated[
@@ -69,6 +106,7 @@ def open_fleet(desired: Path | None) -> FleetContext:
     """Load and validate desired/, printing warnings; ValidationFailed on errors."""
     root = desired_dir(desired)
     fleet, problems = require_valid(root)
+    register_secrets(fleet)
     print_problems(problems)
     return FleetContext(root=root, fleet=fleet, warnings=problems)
 

@@ -8,17 +8,19 @@ beside it as `compose.yaml.prev`.
 
 from __future__ import annotations
 
+import os
 import shlex
 import time
 from collections.abc import Callable
 from typing import Any
 
-from fleet.errors import FleetError
+from fleet.errors import ApplyError, FleetError
 from fleet.health import Endpoints, HealthState, Verdict, judge_seat
 from fleet.models import DesiredFleet, Host
 from fleet.observed import ObservedSeat
 from fleet.render.compose import HEADER, compose_path, project_name, render_service
 from fleet.render.yamltext import dump_yaml, load_yaml
+from fleet.secrets import referenced_variables
 from reconciler.connections import Connections
 from reconciler.http import request_via
 from reconciler.observe import observe_host
@@ -61,10 +63,26 @@ def merged_compose(
     return dump_yaml(document, HEADER)
 
 
+def env_file(text: str) -> str:
+    """The `.env` compose reads for the file's `${VAR}` interpolations, from our environment.
+
+    Secrets reach the host only here (mode 0600), never the compose file or desired/.
+    """
+    lines = []
+    for name in referenced_variables(text):
+        value = os.environ.get(name)
+        if value is None:
+            raise ApplyError(f"environment variable {name} (used by a seat's env) is not set")
+        lines.append(f"{name}={value}")
+    return "".join(f"{line}\n" for line in lines)
+
+
 def upload_compose(conn: HostConnection, host: Host, text: str) -> str | None:
-    """Write the compose file atomically, keeping the previous one; returns the previous."""
+    """Write the compose file (and its .env) atomically, keeping the previous file."""
     path = compose_path(host)
+    secrets = env_file(text)
     conn.check(f"mkdir -p {shlex.quote(host.compose_dir)}")
+    conn.write_file_atomic(f"{host.compose_dir.rstrip('/')}/.env", secrets, mode=0o600)
     previous = conn.read_file(path)
     if previous is not None:
         conn.write_file_atomic(path + ".prev", previous)

@@ -270,3 +270,17 @@ def test_flag_too_new_for_the_image_blocks() -> None:
         "sec",
         "--kv-cache-memory-bytes needs vLLM >= 0.11.0; image vllm/vllm-openai:v0.9.2 is older",
     ) in [(b.target, b.message) for b in plan.blockers]
+
+
+def test_a_seat_moving_hosts_is_created_there_and_removed_here() -> None:
+    fleet = example()
+    observed = in_sync(fleet)
+    moved = fleet.seats["coder"].model_copy(update={"host": "rig", "gpus": (1,)})
+    fleet = fleet.model_copy(update={"seats": {**fleet.seats, "coder": moved}})
+    plan = make_plan(fleet, observed)
+    assert [
+        (a.kind, a.host, a.wave)
+        for a in plan.actions
+        if a.target == "coder" and a.kind.value.endswith("seat")
+    ] == [(ActionKind.CREATE_SEAT, "rig", 1), (ActionKind.REMOVE_SEAT, "tower", 3)]
+    assert any(a.kind is ActionKind.RETARGET_ALIAS and a.target == "coder" for a in plan.actions)

@@ -81,3 +81,17 @@ def test_gpu_handover_follows_the_host() -> None:
     assert rig["runtime"] == "nvidia"
     assert rig["environment"] == {"NVIDIA_VISIBLE_DEVICES": "0"}
     assert rig["ports"] == ["127.0.0.12:8050:8050"]
+
+
+@pytest.mark.parametrize(
+    ("value", "rendered"),
+    [
+        ("${HF_TOKEN}", "${HF_TOKEN}"),
+        ("price$5", "price$$5"),
+        ("a${X}b$c", "a${X}b$$c"),
+    ],
+    ids=["reference", "literal-dollar", "mixed"],
+)
+def test_env_references_stay_compose_interpolations(value: str, rendered: str) -> None:
+    fleet = example({"seats/sec.yaml": ("port: 8025", f"port: 8025\nenv: {{TOKEN: '{value}'}}")})
+    assert services(fleet, "tower")["sec"]["environment"] == {"TOKEN": rendered}
