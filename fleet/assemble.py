@@ -62,6 +62,11 @@ def assemble_host(name: str, output: str) -> ObservedHost:
     )
 
 
+def _step(entry: dict[str, str]) -> str:
+    target = f" {entry['target']}" if entry.get("target") else ""
+    return f"{entry.get('at', '?')} {entry.get('step', '?')}{target}"
+
+
 def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
     text = sections["gpus"].get("", "")
     if "0" not in sections["gpus-rc"]:

@@ -40,11 +40,16 @@ fi
 """
 
 
-def fact_script(models_root: str, model_paths: Iterable[str]) -> str:
-    """The script for one host: its models root plus every model path desired/ names."""
+def fact_script(
+    models_root: str, model_paths: Iterable[str], compose_dir: str = "/srv/fleet"
+) -> str:
+    """The script for one host: its models, every model path desired/ names, and the
+    apply lock and journal in its compose directory."""
     root = models_root.rstrip("/") or ""
     wanted = sorted({p.rstrip("/") for p in model_paths})
     outside = [p for p in wanted if p.rsplit("/", 1)[0] != root]
+    lock = shlex.quote(f"{compose_dir.rstrip('/')}/.fleet.lock")
+    journal = shlex.quote(f"{compose_dir.rstrip('/')}/.fleet-journal.jsonl")
     return (
         _PRELUDE
         + f"""model() {{
@@ -54,6 +59,8 @@ def fact_script(models_root: str, model_paths: Iterable[str]) -> str:
 }}
 for dir in {shlex.quote(root or "/")}/* {_words(outside)}; do [ -d "$dir" ] && model "$dir"; done
 for dir in {_words(wanted)}; do [ -d "$dir" ] || mark missing "$dir"; done
+[ -f {lock} ] && {{ mark lock; cat {lock}; }}
+[ -f {journal} ] && {{ mark journal; tail -n 200 {journal}; }}
 mark end
 """
     )

@@ -97,6 +97,8 @@ class ObservedHost(CoreModel):
     seats: tuple[ObservedSeat, ...] = ()
     models: dict[str, ModelInfo] = Field(default_factory=dict)
     missing_paths: tuple[str, ...] = ()
+    lock: str | None = Field(None, description="who holds the apply lock, if anyone")
+    interrupted: tuple[str, ...] = Field((), description="steps of an unfinished apply")
 
     def seat(self, name: str) -> ObservedSeat | None:
         """The managed seat of that name, if it runs here."""

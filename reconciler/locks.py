@@ -70,20 +70,3 @@ def record(conn: HostConnection, host: Host, step: str, **details: str) -> None:
         sort_keys=True,
     )
     conn.check(f"printf '%s\\n' {shlex.quote(line)} >> {shlex.quote(journal_path(host))}")
-
-
-def unfinished(journal_text: str | None) -> list[dict[str, str]]:
-    """The steps of the last apply if it never finished (no `finished` or `rolled-back`)."""
-    steps: list[dict[str, str]] = []
-    for line in (journal_text or "").splitlines():
-        try:
-            entry = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if entry.get("step") == "begin":
-            steps = [entry]
-        elif steps:
-            steps.append(entry)
-    if steps and steps[-1].get("step") not in ("finished", "rolled-back"):
-        return steps
-    return []

@@ -60,7 +60,7 @@ def observe_host(desired: DesiredFleet, conn: HostConnection, name: str) -> Obse
         for s in desired.seats_on(name)
         if s.speculative and s.speculative.draft_model
     ]
-    result = conn.run("sh -s", stdin=fact_script(spec.models_root, paths))
+    result = conn.run("sh -s", stdin=fact_script(spec.models_root, paths, spec.compose_dir))
     observed = assemble_host(name, result.stdout)
     if not spec.gpus and observed.gpu_error:
         observed = observed.model_copy(update={"gpu_error": None})
