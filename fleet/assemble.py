@@ -50,8 +50,11 @@ def assemble_host(name: str, output: str) -> ObservedHost:
         )
         for c in containers
     )
+    steps = unfinished(sections["journal"].get(""))
     return ObservedHost(
         name=name,
+        lock=sections["lock"].get("", "").strip() or None,
+        interrupted=tuple(_step(step) for step in steps),
         gpus=gpus,
         gpu_error=gpu_error,
         docker_error=docker_error,
