@@ -19,6 +19,7 @@ from fleet.facts.model_config import parse_model_config
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query
 from fleet.facts.provenance import parse_provenance
 from fleet.facts.vllm_log import parse_vllm_log
+from fleet.journal import unfinished
 from fleet.observed import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.render.compose import MANAGED_LABEL, SEAT_LABEL
 
