@@ -22,8 +22,9 @@ MIB = 1024**2
 ENGINE_OVERHEAD_MIB = 1024  # CUDA context, activations and graphs beside weights and KV
 
 
-def find_blockers(desired: DesiredFleet, observation: Observation,
-                  actions: list[Action]) -> list[Blocker]:
+def find_blockers(
+    desired: DesiredFleet, observation: Observation, actions: list[Action]
+) -> list[Blocker]:
     """Every blocker of the seat and gateway actions."""
     found: list[Blocker] = []
     free: dict[tuple[str, int], int] = {}
@@ -35,16 +36,20 @@ def find_blockers(desired: DesiredFleet, observation: Observation,
     return sorted(set(found), key=lambda b: (b.target, b.message))
 
 
-def _seat_blockers(desired: DesiredFleet, observation: Observation, seat: Seat,
-                   free: dict[tuple[str, int], int]) -> Iterator[Blocker]:
+def _seat_blockers(
+    desired: DesiredFleet, observation: Observation, seat: Seat, free: dict[tuple[str, int], int]
+) -> Iterator[Blocker]:
     host = observation.hosts.get(seat.host)
     if host is None or not host.reachable:
-        yield Blocker(target=seat.name, message=f"host {seat.host} is unreachable: "
-                      f"{host.error if host else 'not observed'}")
+        yield Blocker(
+            target=seat.name,
+            message=f"host {seat.host} is unreachable: {host.error if host else 'not observed'}",
+        )
         return
     if seat.model.rstrip("/") in host.missing_paths:
-        yield Blocker(target=seat.name, message=f"model directory {seat.model} does not exist "
-                      f"on {seat.host}")
+        yield Blocker(
+            target=seat.name, message=f"model directory {seat.model} does not exist on {seat.host}"
+        )
     yield from _flag_blockers(seat)
     yield from _memory_blockers(desired, host, seat, free)
 
@@ -56,15 +61,22 @@ def _flag_blockers(seat: Seat) -> Iterator[Blocker]:
     args = engine_args(seat)
     for flag, since in sorted(engines.FLAG_SINCE.items()):
         if flag in args and version < since:
-            yield Blocker(target=seat.name, message=f"{flag} needs vLLM >= "
-                          f"{'.'.join(map(str, since))}; image {seat.image} is older")
+            yield Blocker(
+                target=seat.name,
+                message=f"{flag} needs vLLM >= "
+                f"{'.'.join(map(str, since))}; image {seat.image} is older",
+            )
 
 
-def _memory_blockers(desired: DesiredFleet, host: ObservedHost, seat: Seat,
-                     free: dict[tuple[str, int], int]) -> Iterator[Blocker]:
+def _memory_blockers(
+    desired: DesiredFleet, host: ObservedHost, seat: Seat, free: dict[tuple[str, int], int]
+) -> Iterator[Blocker]:
     if host.gpu_error or not host.gpus:
-        yield Blocker(target=seat.name, message=f"cannot check GPU memory on {host.name}: "
-                      f"{host.gpu_error or 'no GPUs reported'}")
+        yield Blocker(
+            target=seat.name,
+            message=f"cannot check GPU memory on {host.name}: "
+            f"{host.gpu_error or 'no GPUs reported'}",
+        )
         return
     current = host.seat(seat.name)
     for gpu in host.gpus:
@@ -79,8 +91,11 @@ def _memory_blockers(desired: DesiredFleet, host: ObservedHost, seat: Seat,
         if need is None:
             continue
         if need > free[key]:
-            yield Blocker(target=seat.name, message=f"needs ~{need:,} MiB on {host.name} GPU "
-                          f"{gpu.index}, which has {free[key]:,} MiB free")
+            yield Blocker(
+                target=seat.name,
+                message=f"needs ~{need:,} MiB on {host.name} GPU "
+                f"{gpu.index}, which has {free[key]:,} MiB free",
+            )
         free[key] -= need
 
 
@@ -96,8 +111,13 @@ def _need_mib(host: ObservedHost, seat: Seat, total_mib: int) -> int | None:
 
 def _weights_mib(host: ObservedHost, seat: Seat) -> int | None:
     current = host.seat(seat.name)
-    if current is not None and current.model == seat.model and current.engine and \
-            current.engine.weights_gib and (current.tensor_parallel_size or 1) == len(seat.gpus):
+    if (
+        current is not None
+        and current.model == seat.model
+        and current.engine
+        and current.engine.weights_gib
+        and (current.tensor_parallel_size or 1) == len(seat.gpus)
+    ):
         return int(current.engine.weights_gib * 1024)
     info = host.models.get(seat.model.rstrip("/"))
     if info is None or info.size_bytes is None:

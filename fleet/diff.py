@@ -23,9 +23,19 @@ from fleet.observed import ObservedSeat
 from fleet.render.compose import HASH_LABEL, render_service
 
 SeatShape = dict[str, Any]
-COMPARED = ("image", "model", "served_names", "port", "context", "kv_cache_bytes",
-            "gpu_memory_utilization", "tensor_parallel_size", "speculative", "gpus",
-            "extra_args")
+COMPARED = (
+    "image",
+    "model",
+    "served_names",
+    "port",
+    "context",
+    "kv_cache_bytes",
+    "gpu_memory_utilization",
+    "tensor_parallel_size",
+    "speculative",
+    "gpus",
+    "extra_args",
+)
 
 
 class FieldChange(CoreModel):
@@ -45,11 +55,17 @@ def desired_shape(seat: Seat, host: Host) -> SeatShape:
         if spec.draft_model:
             speculative["model"] = spec.draft_model
     return {
-        "image": seat.image, "model": seat.model, "served_names": [seat.served_name],
-        "port": seat.port, "context": seat.context, "kv_cache_bytes": seat.kv_cache_bytes,
+        "image": seat.image,
+        "model": seat.model,
+        "served_names": [seat.served_name],
+        "port": seat.port,
+        "context": seat.context,
+        "kv_cache_bytes": seat.kv_cache_bytes,
         "gpu_memory_utilization": seat.gpu_memory_utilization,
-        "tensor_parallel_size": len(seat.gpus), "speculative": speculative,
-        "gpus": list(seat.gpus), "extra_args": list(seat.extra_args),
+        "tensor_parallel_size": len(seat.gpus),
+        "speculative": speculative,
+        "gpus": list(seat.gpus),
+        "extra_args": list(seat.extra_args),
         "spec_hash": render_service(seat, host)["labels"][HASH_LABEL],
     }
 
@@ -58,13 +74,17 @@ def observed_shape(seat: ObservedSeat) -> SeatShape:
     """The comparable shape of what runs."""
     requested = [int(g) for g in seat.container.gpu_request if g.isdigit()]
     return {
-        "image": seat.container.image, "model": seat.model,
-        "served_names": sorted(seat.served_names), "port": seat.port,
-        "context": seat.max_model_len, "kv_cache_bytes": seat.kv_cache_bytes,
+        "image": seat.container.image,
+        "model": seat.model,
+        "served_names": sorted(seat.served_names),
+        "port": seat.port,
+        "context": seat.max_model_len,
+        "kv_cache_bytes": seat.kv_cache_bytes,
         "gpu_memory_utilization": seat.gpu_memory_utilization,
         "tensor_parallel_size": seat.tensor_parallel_size or 1,
         "speculative": _speculative(seat.speculative),
-        "gpus": list(seat.gpus) or sorted(requested), "extra_args": list(seat.extra_args),
+        "gpus": list(seat.gpus) or sorted(requested),
+        "extra_args": list(seat.extra_args),
         "spec_hash": seat.container.labels.get(HASH_LABEL),
     }
 
@@ -84,15 +104,19 @@ def diff_seat(desired: SeatShape, observed: SeatShape) -> list[FieldChange]:
     changes: dict[str, FieldChange] = {}
     for level in (lvl for group in delta.values() for lvl in group):
         path = level.path(output_format="list")
-        field = ".".join(str(p) for p in path[:2]) if path and path[0] == "speculative" \
+        field = (
+            ".".join(str(p) for p in path[:2])
+            if path and path[0] == "speculative"
             else str(path[0])
+        )
         top = path[0]
-        changes[field] = FieldChange(field=field, old=_at(left[top], path[1:2]),
-                                     new=_at(right[top], path[1:2]))
+        changes[field] = FieldChange(
+            field=field, old=_at(left[top], path[1:2]), new=_at(right[top], path[1:2])
+        )
     if not changes and desired.get("spec_hash") != observed.get("spec_hash"):
         changes["compose definition"] = FieldChange(
-            field="compose definition", old=observed.get("spec_hash"),
-            new=desired.get("spec_hash"))
+            field="compose definition", old=observed.get("spec_hash"), new=desired.get("spec_hash")
+        )
     return [changes[k] for k in sorted(changes)]
 
 

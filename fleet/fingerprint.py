@@ -19,8 +19,9 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-def fingerprint(desired: DesiredFleet, observation: Observation,
-                actions: tuple[Action, ...]) -> dict[str, str]:
+def fingerprint(
+    desired: DesiredFleet, observation: Observation, actions: tuple[Action, ...]
+) -> dict[str, str]:
     """key -> short hash (or value) of every fact behind the actions."""
     prints: dict[str, str] = {}
     for action in actions:
@@ -32,8 +33,7 @@ def fingerprint(desired: DesiredFleet, observation: Observation,
     return dict(sorted(prints.items()))
 
 
-def _seat_prints(desired: DesiredFleet, observation: Observation,
-                 action: Action) -> dict[str, str]:
+def _seat_prints(desired: DesiredFleet, observation: Observation, action: Action) -> dict[str, str]:
     prints: dict[str, str] = {}
     host = observation.hosts.get(action.host)
     if host is None:
@@ -49,8 +49,9 @@ def _seat_prints(desired: DesiredFleet, observation: Observation,
     if spec is not None and action.kind is not ActionKind.REMOVE_SEAT:
         for gpu in host.gpus:
             if gpu.index in spec.gpus:
-                prints[f"host/{host.name}/gpu/{gpu.index}/free-gib"] = \
-                    str(gpu.memory_free_mib // 1024)
+                prints[f"host/{host.name}/gpu/{gpu.index}/free-gib"] = str(
+                    gpu.memory_free_mib // 1024
+                )
         missing = spec.model.rstrip("/") in host.missing_paths
         prints[f"host/{host.name}/model/{spec.model}"] = "missing" if missing else "present"
     return prints
@@ -58,5 +59,8 @@ def _seat_prints(desired: DesiredFleet, observation: Observation,
 
 def moved(saved: dict[str, str], now: dict[str, str]) -> list[str]:
     """The keys whose fact changed since the plan was saved, with old and new values."""
-    return [f"{key}: {saved[key]} -> {now.get(key, 'gone')}"
-            for key in sorted(saved) if now.get(key) != saved[key]]
+    return [
+        f"{key}: {saved[key]} -> {now.get(key, 'gone')}"
+        for key in sorted(saved)
+        if now.get(key) != saved[key]
+    ]

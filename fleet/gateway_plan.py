@@ -15,8 +15,7 @@ from fleet.observed import Observation
 from fleet.render.gateway import desired_entries, render_gateway_config
 
 
-def alias_actions(desired: DesiredFleet, observation: Observation, *,
-                  wave: int) -> list[Action]:
+def alias_actions(desired: DesiredFleet, observation: Observation, *, wave: int) -> list[Action]:
     """Add, retarget and remove actions for aliases, plus the gateway restart."""
     gateway = desired.gateway
     live = observation.gateway
@@ -29,23 +28,53 @@ def alias_actions(desired: DesiredFleet, observation: Observation, *,
         entry = routed.get(alias)
         seat = item["model_info"]["id"].split(":")[1]
         if entry is None:
-            found.append(Action(kind=ActionKind.ADD_ALIAS, target=alias, host=gateway.host,
-                                wave=wave, reasons=(f"routes to seat {seat} at "
-                                                    f"{item['litellm_params']['api_base']}",)))
+            found.append(
+                Action(
+                    kind=ActionKind.ADD_ALIAS,
+                    target=alias,
+                    host=gateway.host,
+                    wave=wave,
+                    reasons=(f"routes to seat {seat} at {item['litellm_params']['api_base']}",),
+                )
+            )
         elif reason := _retarget_reason(entry, item, seat):
-            found.append(Action(kind=ActionKind.RETARGET_ALIAS, target=alias, host=gateway.host,
-                                wave=wave, reasons=(reason,)))
+            found.append(
+                Action(
+                    kind=ActionKind.RETARGET_ALIAS,
+                    target=alias,
+                    host=gateway.host,
+                    wave=wave,
+                    reasons=(reason,),
+                )
+            )
     for alias, entry in sorted(routed.items()):
         if alias in wanted:
             continue
         if alias in gateway.retired_aliases or entry.managed:
-            why = "retired in desired/" if alias in gateway.retired_aliases else \
-                f"seat {entry.seat} no longer routes it"
-            found.append(Action(kind=ActionKind.REMOVE_ALIAS, target=alias, host=gateway.host,
-                                wave=wave, reasons=(why,)))
+            why = (
+                "retired in desired/"
+                if alias in gateway.retired_aliases
+                else f"seat {entry.seat} no longer routes it"
+            )
+            found.append(
+                Action(
+                    kind=ActionKind.REMOVE_ALIAS,
+                    target=alias,
+                    host=gateway.host,
+                    wave=wave,
+                    reasons=(why,),
+                )
+            )
     if found or render_gateway_config(live.config_text, desired) != live.config_text:
-        found.append(Action(kind=ActionKind.RESTART_GATEWAY, target="gateway", host=gateway.host,
-                            wave=wave, reasons=(f"load the edited {gateway.config_path}",)))
+        found.append(
+            Action(
+                kind=ActionKind.RESTART_GATEWAY,
+                target="gateway",
+                host=gateway.host,
+                wave=wave,
+                reasons=(f"load the edited {gateway.config_path}",),
+            )
+        )
     return found
 
 

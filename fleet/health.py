@@ -47,8 +47,14 @@ def _failed(reason: str) -> Verdict:
     return Verdict(state=HealthState.FAILED, reason=reason)
 
 
-def judge_seat(seat: Seat, host: Host, band: ConcurrencyBand, live: ObservedSeat | None,
-               endpoints: Endpoints, gpu_facts: bool = True) -> Verdict:
+def judge_seat(
+    seat: Seat,
+    host: Host,
+    band: ConcurrencyBand,
+    live: ObservedSeat | None,
+    endpoints: Endpoints,
+    gpu_facts: bool = True,
+) -> Verdict:
     """One look at a starting seat."""
     if live is None:
         return _starting("container not created yet")
@@ -59,16 +65,22 @@ def judge_seat(seat: Seat, host: Host, band: ConcurrencyBand, live: ObservedSeat
         return _failed(f"engine {container.state} ({detail})")
     if container.state != "running":
         return _starting(f"container {container.state}")
-    missing = [c.field for c in diff_seat(desired_shape(seat, host), observed_shape(live))
-               if c.field not in ("gpus", "compose definition")]
+    missing = [
+        c.field
+        for c in diff_seat(desired_shape(seat, host), observed_shape(live))
+        if c.field not in ("gpus", "compose definition")
+    ]
     if missing:
-        return _failed(f"running argv does not carry what the spec implies: "
-                       f"{', '.join(missing)} (would silently run without them)")
+        return _failed(
+            f"running argv does not carry what the spec implies: "
+            f"{', '.join(missing)} (would silently run without them)"
+        )
     return _judge_running(seat, band, live, endpoints, gpu_facts)
 
 
-def _judge_running(seat: Seat, band: ConcurrencyBand, live: ObservedSeat,
-                   endpoints: Endpoints, gpu_facts: bool) -> Verdict:
+def _judge_running(
+    seat: Seat, band: ConcurrencyBand, live: ObservedSeat, endpoints: Endpoints, gpu_facts: bool
+) -> Verdict:
     if endpoints.health_status != 200:
         return _starting(f"/health answers {endpoints.health_status or 'nothing yet'}")
     if endpoints.served_models is None or seat.served_name not in endpoints.served_models:
@@ -78,11 +90,16 @@ def _judge_running(seat: Seat, band: ConcurrencyBand, live: ObservedSeat,
         return _starting("startup log reports no KV-cache tokens yet")
     concurrency = tokens / seat.context
     if not band.min <= concurrency <= band.max:
-        return _failed(f"concurrency {concurrency:.2f}x ({tokens:,} KV tokens / "
-                       f"{seat.context:,}) is outside {band.min:g}x..{band.max:g}x")
+        return _failed(
+            f"concurrency {concurrency:.2f}x ({tokens:,} KV tokens / "
+            f"{seat.context:,}) is outside {band.min:g}x..{band.max:g}x"
+        )
     if gpu_facts and tuple(sorted(live.gpus)) != tuple(sorted(seat.gpus)):
-        return _starting(f"nvidia-smi shows the engine on GPUs {list(live.gpus)}, "
-                         f"expected {list(seat.gpus)}")
-    return Verdict(state=HealthState.HEALTHY,
-                   reason=f"serves {seat.served_name}, {tokens:,} KV tokens = "
-                   f"{concurrency:.2f}x, on GPU {', '.join(map(str, seat.gpus))}")
+        return _starting(
+            f"nvidia-smi shows the engine on GPUs {list(live.gpus)}, expected {list(seat.gpus)}"
+        )
+    return Verdict(
+        state=HealthState.HEALTHY,
+        reason=f"serves {seat.served_name}, {tokens:,} KV tokens = "
+        f"{concurrency:.2f}x, on GPU {', '.join(map(str, seat.gpus))}",
+    )

@@ -89,8 +89,10 @@ class Inventory(CoreModel):
 def build_inventory(desired: DesiredFleet, observation: Observation) -> Inventory:
     """The inventory of the observed fleet, sorted throughout."""
     routes = _routes(desired, observation)
-    hosts = tuple(_host_section(observation.hosts[name], routes, _addresses(desired, name))
-                  for name in sorted(observation.hosts))
+    hosts = tuple(
+        _host_section(observation.hosts[name], routes, _addresses(desired, name))
+        for name in sorted(observation.hosts)
+    )
     return Inventory(
         fleet=desired.settings.name,
         generated_at=observation.observed_at,
@@ -109,26 +111,42 @@ def _routes(desired: DesiredFleet, observation: Observation) -> dict[str, list[s
     return routes
 
 
-def _host_section(host: ObservedHost, routes: dict[str, list[str]],
-                  addresses: set[str]) -> HostSection:
-    seats = tuple(_seat_row(host, seat, routes, addresses)
-                  for seat in sorted(host.seats, key=lambda s: s.name))
-    gpus = tuple(GpuRow(index=g.index, name=g.name, uuid=g.uuid,
-                        memory_total_mib=g.memory_total_mib, memory_used_mib=g.memory_used_mib,
-                        seats=tuple(s.seat for s in seats if g.index in s.gpus))
-                 for g in sorted(host.gpus, key=lambda g: g.index))
-    return HostSection(name=host.name, reachable=host.reachable, error=host.error, gpus=gpus,
-                       seats=seats)
+def _host_section(
+    host: ObservedHost, routes: dict[str, list[str]], addresses: set[str]
+) -> HostSection:
+    seats = tuple(
+        _seat_row(host, seat, routes, addresses)
+        for seat in sorted(host.seats, key=lambda s: s.name)
+    )
+    gpus = tuple(
+        GpuRow(
+            index=g.index,
+            name=g.name,
+            uuid=g.uuid,
+            memory_total_mib=g.memory_total_mib,
+            memory_used_mib=g.memory_used_mib,
+            seats=tuple(s.seat for s in seats if g.index in s.gpus),
+        )
+        for g in sorted(host.gpus, key=lambda g: g.index)
+    )
+    return HostSection(
+        name=host.name, reachable=host.reachable, error=host.error, gpus=gpus, seats=seats
+    )
 
 
-def _seat_row(host: ObservedHost, seat: ObservedSeat, routes: dict[str, list[str]],
-              addresses: set[str]) -> SeatRow:
+def _seat_row(
+    host: ObservedHost, seat: ObservedSeat, routes: dict[str, list[str]], addresses: set[str]
+) -> SeatRow:
     info = host.models.get((seat.model or "").rstrip("/"))
     engine = seat.engine
     concurrency = seat.concurrency
     return SeatRow(
-        seat=seat.name, managed=seat.managed, state=seat.container.state, gpus=seat.gpus,
-        model=seat.model, served_names=seat.served_names,
+        seat=seat.name,
+        managed=seat.managed,
+        state=seat.container.state,
+        gpus=seat.gpus,
+        model=seat.model,
+        served_names=seat.served_names,
         architecture=info.architecture if info else None,
         layers=info.num_layers if info else None,
         experts=_experts(info.num_experts, info.num_experts_per_token) if info else None,
@@ -137,20 +155,28 @@ def _seat_row(host: ObservedHost, seat: ObservedSeat, routes: dict[str, list[str
         kv_cache_tokens=engine.kv_cache_tokens if engine else None,
         context=seat.max_model_len or (engine.max_model_len if engine else None),
         concurrency=round(concurrency, 2) if concurrency is not None else None,
-        vram_mib=seat.vram_mib, speculative=_speculative(seat),
-        image=seat.container.image, image_id=seat.container.image_id,
+        vram_mib=seat.vram_mib,
+        speculative=_speculative(seat),
+        image=seat.container.image,
+        image_id=seat.container.image_id,
         digest=seat.container.repo_digests[0] if seat.container.repo_digests else None,
         aliases=tuple(sorted(_aliases_for(seat, routes, addresses))),
-        lineage=_lineage(info.lineage) if info else None, port=seat.port,
+        lineage=_lineage(info.lineage) if info else None,
+        port=seat.port,
     )
 
 
-def _aliases_for(seat: ObservedSeat, routes: dict[str, list[str]],
-                 addresses: set[str]) -> list[str]:
+def _aliases_for(
+    seat: ObservedSeat, routes: dict[str, list[str]], addresses: set[str]
+) -> list[str]:
     """Aliases whose backend is this seat's port on one of its host's addresses."""
-    return [alias for base, aliases in routes.items() for alias in aliases
-            if seat.port is not None and _endpoint(base) in
-            {(address, seat.port) for address in addresses}]
+    return [
+        alias
+        for base, aliases in routes.items()
+        for alias in aliases
+        if seat.port is not None
+        and _endpoint(base) in {(address, seat.port) for address in addresses}
+    ]
 
 
 def _endpoint(api_base: str) -> tuple[str, int | None]:
@@ -191,8 +217,15 @@ def _alias_rows(desired: DesiredFleet, observation: Observation) -> tuple[AliasR
     rows = []
     for entry in sorted(gateway.config.entries, key=lambda e: (e.alias, e.api_base or "")):
         probe = gateway.probes.get(entry.api_base or "")
-        rows.append(AliasRow(alias=entry.alias, api_base=entry.api_base, model=entry.model,
-                             seat=entry.seat, managed=entry.managed,
-                             answers=probe.answers if probe else None,
-                             serves=probe.models if probe else ()))
+        rows.append(
+            AliasRow(
+                alias=entry.alias,
+                api_base=entry.api_base,
+                model=entry.model,
+                seat=entry.seat,
+                managed=entry.managed,
+                answers=probe.answers if probe else None,
+                serves=probe.models if probe else (),
+            )
+        )
     return tuple(rows)

@@ -13,9 +13,12 @@ from fleet.plan import Plan
 
 MARKDOWN_LIMIT = 60_000
 SYMBOL = {
-    ActionKind.CREATE_SEAT: ("+", "green"), ActionKind.ADD_ALIAS: ("+", "green"),
-    ActionKind.REPLACE_SEAT: ("~", "yellow"), ActionKind.RETARGET_ALIAS: ("~", "yellow"),
-    ActionKind.RESTART_GATEWAY: ("~", "yellow"), ActionKind.REMOVE_SEAT: ("-", "red"),
+    ActionKind.CREATE_SEAT: ("+", "green"),
+    ActionKind.ADD_ALIAS: ("+", "green"),
+    ActionKind.REPLACE_SEAT: ("~", "yellow"),
+    ActionKind.RETARGET_ALIAS: ("~", "yellow"),
+    ActionKind.RESTART_GATEWAY: ("~", "yellow"),
+    ActionKind.REMOVE_SEAT: ("-", "red"),
     ActionKind.REMOVE_ALIAS: ("-", "red"),
 }
 WAVES = {1: "seats", 2: "gateway", 3: "removals"}
@@ -44,10 +47,15 @@ def plan_lines(plan: Plan) -> list[Line]:
         for action in actions:
             symbol, style = SYMBOL[action.kind]
             lines.append((style, f"  {symbol} {title(action)}"))
-            lines += [("dim", f"      {reason}") for reason in action.reasons
-                      if not reason.endswith(" changes")]
-            lines += [("yellow", f"      ~ {c.field}: {_value(c.old)} -> {_value(c.new)}")
-                      for c in action.changes]
+            lines += [
+                ("dim", f"      {reason}")
+                for reason in action.reasons
+                if not reason.endswith(" changes")
+            ]
+            lines += [
+                ("yellow", f"      ~ {c.field}: {_value(c.old)} -> {_value(c.new)}")
+                for c in action.changes
+            ]
     if plan.noops:
         lines.append(("bold", "\nIn sync"))
         lines += [("dim", f"  = {n.target}: {n.reason}") for n in plan.noops]
@@ -62,9 +70,13 @@ def _tail_lines(plan: Plan) -> list[Line]:
         lines += [("red", f"  ! {b.target}: {b.message}") for b in plan.blockers]
     if plan.findings:
         lines.append(("bold", "\nFindings"))
-        lines += [("red" if f.severity == "error" else "yellow" if f.severity == "warning"
-                   else "dim", f"  {f.severity} {f.kind.value} {f.target}: {f.message}")
-                  for f in plan.findings]
+        lines += [
+            (
+                "red" if f.severity == "error" else "yellow" if f.severity == "warning" else "dim",
+                f"  {f.severity} {f.kind.value} {f.target}: {f.message}",
+            )
+            for f in plan.findings
+        ]
     if plan.drift:
         lines.append(("bold", "\nDrift (the live fleet differs from the committed inventory)"))
         lines += [("magenta", f"  {d}") for d in plan.drift]
@@ -73,14 +85,22 @@ def _tail_lines(plan: Plan) -> list[Line]:
 
 def plan_markdown(plan: Plan) -> str:
     """A PR comment: summary table, per-seat details collapsed, findings; size-bounded."""
-    head = ["## fleet plan", "", f"**{plan.summary()}**"
-            + (f" at `{plan.desired_commit[:12]}`" if plan.desired_commit else ""), ""]
+    head = [
+        "## fleet plan",
+        "",
+        f"**{plan.summary()}**"
+        + (f" at `{plan.desired_commit[:12]}`" if plan.desired_commit else ""),
+        "",
+    ]
     if plan.blockers:
         head += ["> [!CAUTION]", "> Apply refuses this plan:"]
         head += [f"> - `{b.target}`: {b.message}" for b in plan.blockers] + [""]
     head += ["| | action | target | why |", "|---|---|---|---|"]
-    head += [f"| {SYMBOL[a.kind][0]} | {a.kind.value} | `{a.target}` | "
-             f"{'; '.join(a.reasons).replace('|', '/')} |" for a in plan.actions]
+    head += [
+        f"| {SYMBOL[a.kind][0]} | {a.kind.value} | `{a.target}` | "
+        f"{'; '.join(a.reasons).replace('|', '/')} |"
+        for a in plan.actions
+    ]
     if not plan.actions:
         head.append("| = | none | | everything is in sync |")
     body = [_details(a) for a in plan.actions if a.changes]
@@ -89,20 +109,23 @@ def plan_markdown(plan: Plan) -> str:
 
 
 def _details(action: Action) -> str:
-    rows = "\n".join(f"| `{c.field}` | `{_value(c.old)}` | `{_value(c.new)}` |"
-                     for c in action.changes)
-    return (f"\n<details><summary>{title(action)}: {len(action.changes)} field(s)</summary>\n\n"
-            f"| field | now | desired |\n|---|---|---|\n{rows}\n\n</details>\n")
+    rows = "\n".join(
+        f"| `{c.field}` | `{_value(c.old)}` | `{_value(c.new)}` |" for c in action.changes
+    )
+    return (
+        f"\n<details><summary>{title(action)}: {len(action.changes)} field(s)</summary>\n\n"
+        f"| field | now | desired |\n|---|---|---|\n{rows}\n\n</details>\n"
+    )
 
 
 def _markdown_tail(plan: Plan) -> str:
     parts = []
     if plan.findings:
-        parts += ["\n### Findings\n"] + [f"- **{f.kind.value}** `{f.target}`: {f.message}"
-                                        for f in plan.findings]
+        parts += ["\n### Findings\n"] + [
+            f"- **{f.kind.value}** `{f.target}`: {f.message}" for f in plan.findings
+        ]
     if plan.drift:
-        parts += ["\n### Drift from the committed inventory\n", "```diff",
-                  *plan.drift, "```"]
+        parts += ["\n### Drift from the committed inventory\n", "```diff", *plan.drift, "```"]
     if plan.noops:
         parts += ["\n<details><summary>In sync</summary>\n"]
         parts += [f"- `{n.target}`: {n.reason}" for n in plan.noops] + ["\n</details>"]
@@ -115,8 +138,9 @@ def _fit(head: str, body: list[str], tail: str) -> str:
     text = head
     for index, part in enumerate(body):
         if len(text) + len(part) + len(tail) + len(note) > MARKDOWN_LIMIT:
-            return _cut(text + f"\n_{len(body) - index} more detail section(s) left out._\n"
-                        + tail, note)
+            return _cut(
+                text + f"\n_{len(body) - index} more detail section(s) left out._\n" + tail, note
+            )
         text += part
     return _cut(text + tail, note)
 
