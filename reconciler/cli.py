@@ -51,9 +51,11 @@ def validate(desired: DesiredOption = None, as_json: JsonOption = False) -> None
 
 @app.command()
 def schema(
-    kind: Annotated[str, typer.Argument(help="fleet, host, seat, gateway or all")] = "all",
+    kind: Annotated[
+        str, typer.Argument(help="fleet, host, seat, gateway, all (desired/), plan or inventory")
+    ] = "all",
 ) -> None:
-    """Print the JSON Schema of desired/ files, for editors and CI."""
+    """Print a JSON Schema: of desired/ files (for editors), of the plan or inventory JSON."""
     out.print_json(json.dumps(fleet_schema(kind), sort_keys=True))
 
 
