@@ -18,7 +18,7 @@ from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.model_config import parse_model_config
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query
 from fleet.facts.provenance import parse_provenance
-from fleet.facts.vllm_log import parse_vllm_log
+from fleet.facts.vllm_log import EngineReport, parse_vllm_log
 from fleet.journal import unfinished
 from fleet.observed import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.render.compose import MANAGED_LABEL, SEAT_LABEL
@@ -115,11 +115,22 @@ def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
 
 
 def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:
+    mine = [p for p in processes if p.container_id == container.id]
+    return observed_seat(
+        container,
+        engine=parse_vllm_log(log) if log and _is_vllm(container) else None,
+        gpus=tuple(sorted({p.gpu_index for p in mine if p.gpu_index is not None})),
+        vram_mib=sum(p.used_mib for p in mine),
+    )
+
+
+def observed_seat(
+    container: ContainerFact, *, engine: EngineReport | None, gpus: tuple[int, ...], vram_mib: int
+) -> ObservedSeat:
+    """A seat from its container (labels, live argv) and what the GPUs and log say."""
     labels = container.labels
     managed = labels.get(MANAGED_LABEL) == "true" and SEAT_LABEL in labels
     args = parse_engine_argv(container.argv)
-    mine = [p for p in processes if p.container_id == container.id]
-    engine = parse_vllm_log(log) if log and _is_vllm(container) else None
     return ObservedSeat(
         name=labels.get(SEAT_LABEL, container.name) if managed else container.name,
         managed=managed,
@@ -133,8 +144,8 @@ def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ..
         tensor_parallel_size=args.tensor_parallel_size,
         speculative=dict(args.speculative_config) if args.speculative_config else None,
         extra_args=tuple(args.extra),
-        gpus=tuple(sorted({p.gpu_index for p in mine if p.gpu_index is not None})),
-        vram_mib=sum(p.used_mib for p in mine),
+        gpus=gpus,
+        vram_mib=vram_mib,
         engine=engine,
     )
 

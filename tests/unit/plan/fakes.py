@@ -6,7 +6,7 @@ This is a fake at our own seam: the Observation model that observe would have bu
 
 from __future__ import annotations
 
-from fleet.facts.argv import parse_engine_argv
+from fleet.assemble import observed_seat
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.vllm_log import EngineReport
 from fleet.gateway_config import parse_gateway_config
@@ -32,7 +32,6 @@ def live_seat(fleet: DesiredFleet, seat: Seat, **argv_edit: str) -> ObservedSeat
     for flag, value in argv_edit.items():
         flag = "--" + flag.replace("_", "-")
         argv[argv.index(flag) + 1] = value
-    args = parse_engine_argv(argv)
     container = ContainerFact(
         id=f"{seat.name:0<64}"[:64],
         name=f"fleet-{seat.host}-{seat.name}-1",
@@ -44,23 +43,8 @@ def live_seat(fleet: DesiredFleet, seat: Seat, **argv_edit: str) -> ObservedSeat
         gpu_request=tuple(str(g) for g in seat.gpus),
     )
     tokens = int(seat.context * 1.5)
-    return ObservedSeat(
-        name=seat.name,
-        managed=True,
-        container=container,
-        served_names=args.served_model_names,
-        model=args.model,
-        port=args.port,
-        max_model_len=args.max_model_len,
-        kv_cache_bytes=args.kv_cache_memory_bytes,
-        gpu_memory_utilization=args.gpu_memory_utilization,
-        tensor_parallel_size=args.tensor_parallel_size,
-        speculative=args.speculative_config,
-        extra_args=args.extra,
-        gpus=seat.gpus,
-        vram_mib=20 * 1024,
-        engine=EngineReport(kv_cache_tokens=tokens, max_model_len=seat.context, weights_gib=15.0),
-    )
+    engine = EngineReport(kv_cache_tokens=tokens, max_model_len=seat.context, weights_gib=15.0)
+    return observed_seat(container, engine=engine, gpus=seat.gpus, vram_mib=20 * 1024)
 
 
 def in_sync(fleet: DesiredFleet) -> Observation:
