@@ -187,14 +187,17 @@ def test_the_live_cmdline_wins_over_what_docker_was_asked(corpus: Path) -> None:
 
 
 def test_an_interrupted_apply_and_a_held_lock_are_reported(corpus: Path) -> None:
-    journal = "\n".join([
-        '{"at": "T1", "step": "begin", "summary": "1 to create"}',
-        '{"at": "T2", "step": "finished"}',
-        '{"at": "T3", "step": "begin", "summary": "2 to create"}',
-        '{"at": "T4", "step": "create-seat", "target": "coder"}',
-    ])
+    journal = "\n".join(
+        [
+            '{"at": "T1", "step": "begin", "summary": "1 to create"}',
+            '{"at": "T2", "step": "finished"}',
+            '{"at": "T3", "step": "begin", "summary": "2 to create"}',
+            '{"at": "T4", "step": "create-seat", "target": "coder"}',
+        ]
+    )
     output = fact_output(corpus).replace(
-        "@@FLEET end", f"@@FLEET lock\nops@laptop pid 7\n@@FLEET journal\n{journal}\n@@FLEET end")
+        "@@FLEET end", f"@@FLEET lock\nops@laptop pid 7\n@@FLEET journal\n{journal}\n@@FLEET end"
+    )
     host = assemble_host("rig", output)
     assert host.lock == "ops@laptop pid 7"
     assert host.interrupted == ("T3 begin", "T4 create-seat coder")
