@@ -81,6 +81,9 @@ def write_ssh(lab: Lab) -> None:
     home_ssh.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(lab.ssh_config, home_ssh / "config")
     shutil.copyfile(lab.known_hosts, home_ssh / "known_hosts")
+    for name in ("id_ed25519", "id_ed25519.pub"):  # paramiko's default key discovery
+        shutil.copyfile(lab.ssh_dir / name, home_ssh / name)
+    (home_ssh / "id_ed25519").chmod(0o600)
     key = "sk-lab-" + secrets.token_hex(16)
     lab.env_file.write_text(
         f"export FLEET_SSH_CONFIG={lab.ssh_config}\nexport LITELLM_MASTER_KEY={key}\n"

@@ -95,6 +95,8 @@ def wait_ready(url: str, timeout: float = 120.0) -> bool:
             with urllib.request.urlopen(f"{url}/health/readiness", timeout=2) as response:
                 if response.status == 200:
                     return True
+        except urllib.error.HTTPError as err:
+            err.close()
         except (urllib.error.URLError, OSError):
             pass
         time.sleep(0.3)

@@ -21,7 +21,7 @@ def keygen(path: Path, comment: str) -> str:
 def host_entry(host: HostSpec, key: Path, known_hosts: Path) -> str:
     """One `Host` block of the client ssh_config."""
     return (
-        f"Host {host.name}\n"
+        f"Host {host.name} {host.address}\n"
         f"    HostName {host.address}\n"
         f"    Port {SSH_PORT}\n"
         "    User root\n"

