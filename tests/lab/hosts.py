@@ -164,6 +164,7 @@ def prepare_host(host: LabHost, runtime_dir: Path) -> None:
     if host.spec.gateway:
         (host.root / "etc-litellm").mkdir(exist_ok=True)
     host.run_dir.mkdir(parents=True, exist_ok=True)
+    (host.root / "bashrc").write_text(f"# ~/.bashrc of root on the simulated host {host.name}\n")
     write_gpu_state(host)
     write_daemon_bin(host, runtime_dir)
     write_session_bin(host, runtime_dir)

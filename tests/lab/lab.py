@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 import time
 from collections.abc import Iterator
@@ -253,8 +254,13 @@ class Lab:
             if host.spec.image_tags:
                 teardown.clear_engine(host.docker_host)
             for path in host.compose_dir.iterdir():
-                if path.is_file():
+                if path.is_dir() and not path.is_symlink():
+                    shutil.rmtree(path)
+                else:
                     path.unlink()
-        if self.gateway_host is not None and self.gateway_config() != gateway.INITIAL_CONFIG:
+        if self.gateway_host is None:
+            return
+        changed = self.gateway_config() != gateway.INITIAL_CONFIG
+        if changed or not gateway.wait_ready(self.gateway_url, timeout=1):
             self.set_gateway_config(gateway.INITIAL_CONFIG)
             self.restart_gateway()

@@ -18,12 +18,14 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 # Binds a host's folders over the machine's /models, /srv/fleet and /etc/litellm inside
-# a private mount namespace, then runs the daemon there.
+# a private mount namespace, then runs the daemon there. The host's own root .bashrc
+# replaces this machine's (whose pyenv set-up would slow every SSH command).
 HOSTNS_SCRIPT = """set -e
 root="$1"; shift
 mount --bind "$root/models" /models
 mount --bind "$root/srv-fleet" /srv/fleet
 if [ -d "$root/etc-litellm" ]; then mount --bind "$root/etc-litellm" /etc/litellm; fi
+if [ -f /root/.bashrc ]; then mount --bind "$root/bashrc" /root/.bashrc; fi
 exec "$@"
 """
 MOUNT_POINTS = (Path("/models"), Path("/srv/fleet"), Path("/etc/litellm"))
