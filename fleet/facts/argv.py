@@ -106,6 +106,11 @@ def _split_program(tokens: list[str]) -> tuple[EngineName | None, list[str], lis
     if not tokens:
         return None, [], []
     name = tokens[0].rsplit("/", 1)[-1]
+    if name.startswith("python") and len(tokens) > 1 and not tokens[1].startswith("-"):
+        # a console script as the kernel sees it: `/usr/bin/python3 /usr/local/bin/vllm serve`
+        engine, program, rest = _split_program(tokens[1:])
+        if engine is not None:
+            return engine, [tokens[0], *program], rest
     if name == "vllm":
         end = 2 if tokens[1:2] == ["serve"] else 1
         return EngineName.VLLM, tokens[:end], tokens[end:]

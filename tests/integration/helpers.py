@@ -18,6 +18,7 @@ import git
 from fleet.load import load_fleet
 from fleet.models import DesiredFleet
 from fleet.render.compose import render_compose
+from fleet.render.yamltext import dump_yaml, make_yaml
 from tests.lab.lab import Lab
 
 DESIRED = Path(__file__).resolve().parents[2] / "desired"
@@ -84,6 +85,19 @@ class FleetRepo:
         assert result.returncode == 0, result.stderr
 
 
+def _prune_gateway(desired: Path) -> None:
+    """Drop gateway params and fallbacks that name aliases of seats left out."""
+    yaml = make_yaml()
+    aliases = {a for f in (desired / "seats").glob("*.yaml")
+               for a in (yaml.load(f.read_text()).get("aliases") or [])}
+    path = desired / "gateway.yaml"
+    gateway = yaml.load(path.read_text())
+    for key in ("alias_params", "fallbacks"):
+        for alias in [a for a in gateway.get(key, {}) if a not in aliases]:
+            del gateway[key][alias]
+    path.write_text(dump_yaml(gateway))
+
+
 def make_repo(path: Path, lab: Lab, seats: tuple[str, ...] | None = SMALL) -> FleetRepo:
     """A Git repository whose desired/ is the example fleet, limited to `seats`."""
     root = path / "fleet-repo"
@@ -92,6 +106,7 @@ def make_repo(path: Path, lab: Lab, seats: tuple[str, ...] | None = SMALL) -> Fl
         for seat_file in (root / "desired" / "seats").glob("*.yaml"):
             if seat_file.stem not in seats:
                 seat_file.unlink()
+        _prune_gateway(root / "desired")
     repo = git.Repo.init(root)
     with repo.config_writer() as config:
         config.set_value("user", "name", "fleet tests")

@@ -262,6 +262,14 @@ PROGRAMS = [
         ("/app/llama-server",),
         "/m.gguf",
     ),
+    (
+        "console-script-in-proc",  # /proc/<pid>/cmdline of `vllm serve`: python + script path
+        ["/usr/bin/python3", "/usr/local/bin/vllm", "serve", "/m", "--port", "8000"],
+        EngineName.VLLM,
+        ("/usr/bin/python3", "/usr/local/bin/vllm", "serve"),
+        "/m",
+    ),
+    ("python-script", ["python3", "train.py", "--epochs", "3"], None, (), None),
     ("other-program", ["nginx", "-g", "daemon off;"], None, (), None),
     ("empty", [], None, (), None),
 ]

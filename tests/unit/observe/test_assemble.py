@@ -183,7 +183,7 @@ def test_the_live_cmdline_wins_over_what_docker_was_asked(corpus: Path) -> None:
     seat = assemble_host("rig", output).seat("coder")
     assert seat is not None
     assert seat.kv_cache_bytes is None and seat.max_model_len is None
-    assert seat.served_names == ("coder",)
+    assert seat.served_names == ("coder",) and seat.model == "/models/coder"
 
 
 def test_an_interrupted_apply_and_a_held_lock_are_reported(corpus: Path) -> None:
