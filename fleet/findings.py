@@ -32,6 +32,7 @@ class FindingKind(StrEnum):
     CONTAINER_NOT_RUNNING = "container-not-running"
     ENGINE_ERROR = "engine-error"
     HOST_LOCKED = "host-locked"
+    GATEWAY_UNREADABLE = "gateway-unreadable"
     INTERRUPTED_APPLY = "interrupted-apply"
 
 
@@ -183,6 +184,13 @@ def _image_findings(desired: DesiredFleet, target: str, seat: ObservedSeat) -> I
 
 def _gateway_findings(observation: Observation) -> Iterator[Finding]:
     gateway = observation.gateway
+    if gateway is not None and gateway.error:
+        yield Finding(
+            kind=FindingKind.GATEWAY_UNREADABLE,
+            target=f"gateway {gateway.host}",
+            severity="error",
+            message=gateway.error,
+        )
     if gateway is None or gateway.config is None:
         return
     for entry in gateway.config.entries:

@@ -13,7 +13,7 @@ from typing import Any
 from pydantic import Field
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.error import YAMLError
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from fleet.base import CoreModel
 from fleet.errors import GatewayError
@@ -62,6 +62,12 @@ def load_tree(text: str) -> Any:
     """Round-trip YAML tree of a config; GatewayError on bad YAML or a non-mapping."""
     try:
         tree = YAML(typ="rt").load(StringIO(text))
+    except MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise GatewayError(
+            f"gateway config is not valid YAML{where}: {err.problem or err.context}"
+        ) from err
     except YAMLError as err:
         raise GatewayError(f"gateway config is not valid YAML: {err}") from err
     if tree is None:

@@ -71,8 +71,10 @@ class HostSsh(CoreModel):
 
     alias: str | None = Field(None, description="Host entry in the ssh_config file.")
     address: str | None = Field(None, description="Address, when no alias is used.")
-    port: int = Field(22, ge=1, le=65535, description="sshd port.")
-    user: str = Field("root", description="Login user.")
+    port: int | None = Field(
+        None, ge=1, le=65535, description="sshd port; beats ssh_config's Port [default 22]."
+    )
+    user: str | None = Field(None, description="Login user; beats ssh_config's User [root].")
 
     @model_validator(mode="after")
     def _alias_or_address(self) -> HostSsh:

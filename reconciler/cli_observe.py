@@ -43,9 +43,9 @@ def report_unreachable(observation: Observation) -> bool:
     for host in failed:
         err.print(f"error: {host.name}: {host.error}", style="red", markup=False)
     gateway = observation.gateway
-    if gateway is not None and not gateway.reachable:
+    if gateway is not None and gateway.error:
         err.print(f"error: gateway {gateway.host}: {gateway.error}", style="red", markup=False)
-    return bool(failed) or bool(gateway and not gateway.reachable)
+    return bool(failed) or bool(gateway and gateway.error)
 
 
 def write_inventory(ctx: FleetContext, inventory: Inventory) -> list[str]:

@@ -8,6 +8,7 @@ Every operation is appended to `journal`, which the read-only tests inspect.
 
 from __future__ import annotations
 
+import logging
 import os
 import stat
 import threading
@@ -18,6 +19,10 @@ import paramiko
 
 from fleet.errors import HostAuthError, HostError, HostUnreachable
 from fleet.models import Host
+
+# paramiko logs refused channels and failed handshakes itself; fleet reports them once, as
+# HostErrors, so its own logger stays quiet.
+logging.getLogger("paramiko").setLevel(logging.CRITICAL)
 
 
 @dataclass(frozen=True)
@@ -60,8 +65,8 @@ def resolve_target(host: Host, config_file: Path | None) -> SshTarget:
     return SshTarget(
         name=host.name,
         hostname=hostname,
-        port=int(str(entry.get("port") or host.ssh.port)),
-        user=str(entry.get("user") or host.ssh.user),
+        port=host.ssh.port or int(str(entry.get("port") or 22)),
+        user=host.ssh.user or str(entry.get("user") or "root"),
         key_files=tuple(os.path.expanduser(str(k)) for k in keys),  # type: ignore[attr-defined]
         known_hosts=tuple(os.path.expanduser(p) for p in str(known).split()),
     )
@@ -223,8 +228,9 @@ class HostConnection:
                 "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=timeout
             )
         except (paramiko.SSHException, OSError) as err:
+            # paramiko words the same refusal differently from run to run; say it one way
             raise HostUnreachable(
-                f"{address}:{port} does not answer from {self.target.name}: {err}",
+                f"connection to {address}:{port} refused (from {self.target.name})",
                 where=self.target.name,
             ) from err
 
