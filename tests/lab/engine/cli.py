@@ -169,9 +169,20 @@ def serve(argv: list[str], prog: str, positional_model: bool) -> int:
     return 0
 
 
+def drop_arg(argv: list[str]) -> None:
+    """FLEET_LAB_DROP_ARG=--flag: re-exec without that flag and its value, as a wrapper
+    entrypoint that loses an argument would; the process's cmdline then lacks it."""
+    flag = os.environ.pop("FLEET_LAB_DROP_ARG", "")
+    if flag and flag in argv:
+        at = argv.index(flag)
+        kept = argv[:at] + argv[at + 2 :]
+        os.execv(sys.executable, [sys.executable, sys.argv[0], *kept])
+
+
 def main() -> int:
     """`vllm <subcommand>`: only `serve` (and --version) exist in the stand-in."""
     argv = sys.argv[1:]
+    drop_arg(argv)
     if argv[:1] == ["--version"]:
         print(image_version())
         return 0
