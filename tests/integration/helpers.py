@@ -88,8 +88,11 @@ class FleetRepo:
 def _prune_gateway(desired: Path) -> None:
     """Drop gateway params and fallbacks that name aliases of seats left out."""
     yaml = make_yaml()
-    aliases = {a for f in (desired / "seats").glob("*.yaml")
-               for a in (yaml.load(f.read_text()).get("aliases") or [])}
+    aliases = {
+        a
+        for f in (desired / "seats").glob("*.yaml")
+        for a in (yaml.load(f.read_text()).get("aliases") or [])
+    }
     path = desired / "gateway.yaml"
     gateway = yaml.load(path.read_text())
     for key in ("alias_params", "fallbacks"):
