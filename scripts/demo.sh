@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The main job on the bundled example fleet: bring the lab up (simulated GPU hosts on
-# loopback with real sshd, Docker and a LiteLLM proxy), then validate, plan, apply and
-# inventory desired/ against it. The lab stays up afterwards; take it down with
+# The main job on the bundled example fleet, in the lab: simulated GPU hosts on loopback
+# with real sshd, Docker engines, compose and a LiteLLM proxy. It copies desired/ into a
+# scratch fleet repository (.lab/demo, its own Git repo, so apply's inventory commit lands
+# there and not in this checkout), then runs validate, plan, apply, inventory, check and
+# plan again. The lab stays up afterwards; take it down with
 #   .venv/bin/python -m tests.lab down
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
-fleet=.venv/bin/fleet
+fleet="$PWD/.venv/bin/fleet"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 
@@ -15,22 +17,25 @@ step "bring the lab up"
 # shellcheck disable=SC1091
 source .lab/env
 
+demo=.lab/demo
+rm -rf "$demo" && mkdir -p "$demo" && cp -r desired "$demo/desired"
+git -C "$demo" init -q
+git -C "$demo" add desired
+git -C "$demo" -c user.name=fleet-demo -c user.email=demo@fleet.invalid commit -qm "desired fleet"
+cd "$demo"
+
 step "fleet validate"
 $fleet validate
-if $fleet --help | grep -q " plan "; then
-    step "fleet plan"
-    $fleet plan || [ $? -eq 2 ]
-fi
-if $fleet --help | grep -q " apply "; then
-    step "fleet apply --auto-approve"
-    $fleet apply --auto-approve
-fi
-if $fleet --help | grep -q " inventory "; then
-    step "fleet inventory"
-    $fleet inventory
-fi
-if $fleet --help | grep -q " check "; then
-    step "fleet plan (again: nothing to do)"
-    $fleet plan
-fi
-printf '\nThe lab is still up (see .lab/). Take it down with: .venv/bin/python -m tests.lab down\n'
+step "fleet plan (exit 2: changes pending)"
+$fleet plan || [ $? -eq 2 ]
+step "fleet apply --auto-approve"
+$fleet apply --auto-approve
+step "fleet inventory"
+$fleet inventory
+step "fleet check (the committed inventory matches the live fleet)"
+$fleet check
+step "fleet plan (again: nothing to do)"
+$fleet plan
+printf '\nThe fleet repository is %s; its inventory commit: %s\n' "$demo" \
+    "$(git log -1 --format='%h %s')"
+printf 'The lab is still up. Take it down with: .venv/bin/python -m tests.lab down\n'

@@ -51,8 +51,14 @@ def one(clean_lab: Lab, tmp_path: Path) -> FleetRepo:
     return make_repo(tmp_path, clean_lab, seats=("flash",))
 
 
-def test_create_then_idempotent_and_committed(one: FleetRepo) -> None:
-    output = apply(one)
+def test_create_then_idempotent_and_committed(one: FleetRepo, tmp_path: Path) -> None:
+    remote = git.Repo.init(tmp_path / "remote.git", bare=True)
+    origin = git.Repo(one.root).create_remote("origin", str(tmp_path / "remote.git"))
+    origin.push("HEAD:refs/heads/main")
+    git.Repo(one.root).git.branch("--set-upstream-to=origin/main")
+    output = apply(one, "--push")
+    assert "and pushed" in output
+    assert remote.commit("main").message.startswith("fleet apply: ")
     assert "tower: seat flash healthy" in output
     assert "committed INVENTORY.md and INVENTORY.json" in output
     status, body = chat(one.lab, "summarizer")
