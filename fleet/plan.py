@@ -17,8 +17,9 @@ from fleet.base import CoreModel
 from fleet.diff import desired_shape, diff_seat, observed_shape
 from fleet.findings import Finding, find_issues
 from fleet.gateway_plan import alias_actions
-from fleet.models import DesiredFleet
+from fleet.models import DesiredFleet, Seat
 from fleet.observed import Observation
+from fleet.units import format_bytes
 
 
 class Plan(CoreModel):
@@ -98,6 +99,22 @@ def _restart_last(actions: list[Action]) -> None:
         actions.insert(index, restart)
 
 
+def describe(seat: Seat) -> str:
+    """One line a reviewer reads for a new seat: where, what, how big."""
+    gpus = ", ".join(map(str, seat.gpus))
+    budget = (
+        f"KV {format_bytes(seat.kv_cache_bytes)}"
+        if seat.kv_cache_bytes is not None
+        else f"gpu_memory_utilization {seat.gpu_memory_utilization}"
+    )
+    spec = seat.speculative
+    drafting = f", {spec.method} k={spec.num_tokens}" if spec else ""
+    return (
+        f"GPU {gpus}: {seat.model} as {seat.served_name}, context {seat.context:,}, "
+        f"{budget}{drafting}, port {seat.port}, {seat.image}"
+    )
+
+
 def _seat_action(
     desired: DesiredFleet, observation: Observation, name: str
 ) -> tuple[list[Action], NoOp | None]:
@@ -111,7 +128,7 @@ def _seat_action(
                 target=name,
                 host=seat.host,
                 wave=1,
-                reasons=(f"no container for seat {name} on {seat.host}",),
+                reasons=(f"no container for seat {name} on {seat.host}", describe(seat)),
             )
         ], None
     live_host, live = found
@@ -122,7 +139,7 @@ def _seat_action(
                 target=name,
                 host=seat.host,
                 wave=1,
-                reasons=(f"moves from {live_host.name} to {seat.host}",),
+                reasons=(f"moves from {live_host.name} to {seat.host}", describe(seat)),
             ),
             Action(
                 kind=ActionKind.REMOVE_SEAT,

@@ -43,6 +43,8 @@ def _host(host: HostSection) -> list[str]:
     lines = [f"## Host `{host.name}`", ""]
     if not host.reachable:
         return [*lines, f"**Unreachable:** {host.error}", ""]
+    if not host.gpus and not host.seats:
+        return [*lines, "No GPUs and no engine containers.", ""]
     placed: set[str] = set()
     for gpu in host.gpus:
         seats = [s for s in host.seats if s.seat in gpu.seats]
