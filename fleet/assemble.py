@@ -22,6 +22,7 @@ from fleet.facts.vllm_log import EngineReport, parse_vllm_log
 from fleet.journal import unfinished
 from fleet.observed import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.render.compose import MANAGED_LABEL, SEAT_LABEL
+from fleet.secrets import mask_argv
 
 Sections = dict[str, dict[str, str]]
 
@@ -110,7 +111,7 @@ def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
     A wrapper entrypoint can drop flags docker was asked to pass; the process's own
     /proc/<pid>/cmdline is the truth the health gate and the diff are about.
     """
-    argv = tuple(line for line in (cmdline or "").split("\n") if line)
+    argv = mask_argv(tuple(line for line in (cmdline or "").split("\n") if line))
     return container.model_copy(update={"argv": argv}) if argv else container
 
 

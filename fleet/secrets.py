@@ -80,3 +80,26 @@ def compose_escape(value: str) -> str:
 def referenced_variables(text: str) -> list[str]:
     """Names of the `${VAR}` interpolations in a compose text, sorted."""
     return sorted(set(INTERPOLATION.findall(text)))
+
+
+SECRET_FLAG = re.compile(
+    r"^--?(?:[\w-]*[-_])?(?:api[-_]?key|token|password|passwd|secret)$", re.IGNORECASE
+)
+
+
+def mask_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
+    """The argv with the values of secret flags (`--api-key`, `--hf-token`) as `***`."""
+    masked: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            masked.append("***")
+            hide_next = False
+            continue
+        name, equals, _ = arg.partition("=")
+        if SECRET_FLAG.match(name):
+            masked.append(f"{name}=***" if equals else arg)
+            hide_next = not equals
+        else:
+            masked.append(arg)
+    return tuple(masked)

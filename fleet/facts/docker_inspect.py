@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import Field
 
 from fleet.base import CoreModel
+from fleet.secrets import mask_argv
 
 
 class ContainerFact(CoreModel):
@@ -75,7 +76,9 @@ def _container(item: dict[str, Any], digests: dict[str, tuple[str, ...]]) -> Con
         image_id=image_id,
         repo_digests=digests.get(image_id, ()),
         labels={str(k): str(v) for k, v in (config.get("Labels") or {}).items()},
-        argv=tuple(str(a) for a in [item.get("Path") or "", *(item.get("Args") or [])] if a),
+        argv=mask_argv(
+            tuple(str(a) for a in [item.get("Path") or "", *(item.get("Args") or [])] if a)
+        ),
         ports=_ports(item),
         gpu_request=_gpu_request(host, config),
         runtime=str(host.get("Runtime") or ""),

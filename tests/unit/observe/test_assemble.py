@@ -61,7 +61,22 @@ def fact_output(corpus: Path) -> str:
     managed = {"fleet.managed": "true", "fleet.seat": "coder", "fleet.spec-hash": "abc"}
     inspect = [
         container(SEC_ID, "fleet-rig-coder-1", 4100, managed, argv),
-        container(OTHER_ID, "jupyter", 5100, {}, ["python3", "-m", "notebook"]),
+        container(
+            OTHER_ID,
+            "jupyter",
+            5100,
+            {},
+            [
+                "python3",
+                "-m",
+                "notebook",
+                "--api-key",
+                "sk-live-0123456789abcdefgh",
+                "--hf-token=hf_abcdefghijklmnopqrstuvwx",
+                "--tokenizer",
+                "t",
+            ],
+        ),
     ]
     parts = [
         "@@FLEET gpus",
@@ -142,9 +157,12 @@ def test_unmanaged_container_models_and_missing_paths(corpus: Path) -> None:
     assert host.missing_paths == ("/models/absent",)
 
 
-def test_secrets_in_the_environment_are_not_kept(corpus: Path) -> None:
+def test_secrets_in_the_environment_and_argv_are_not_kept(corpus: Path) -> None:
     host = assemble_host("rig", fact_output(corpus))
-    assert "hf_secret" not in host.model_dump_json()
+    facts = host.model_dump_json()
+    assert "hf_secret" not in facts and "sk-live" not in facts and "hf_abcdef" not in facts
+    notebook = next(s for s in host.seats if s.name == "jupyter")
+    assert notebook.container.argv[3:] == ("--api-key", "***", "--hf-token=***", "--tokenizer", "t")
 
 
 def test_nvidia_smi_failure_is_a_host_fact_not_a_crash() -> None:
