@@ -21,6 +21,7 @@ from fleet.base import CoreModel
 from fleet.models import Host, Seat
 from fleet.observed import ObservedSeat
 from fleet.render.compose import HASH_LABEL, render_service
+from fleet.secrets import mask_argv
 
 SeatShape = dict[str, Any]
 COMPARED = (
@@ -65,7 +66,7 @@ def desired_shape(seat: Seat, host: Host) -> SeatShape:
         "tensor_parallel_size": len(seat.gpus),
         "speculative": speculative,
         "gpus": list(seat.gpus),
-        "extra_args": list(seat.extra_args),
+        "extra_args": list(mask_argv(seat.extra_args)),
         "spec_hash": render_service(seat, host)["labels"][HASH_LABEL],
     }
 

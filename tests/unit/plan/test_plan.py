@@ -284,3 +284,11 @@ def test_a_seat_moving_hosts_is_created_there_and_removed_here() -> None:
         if a.target == "coder" and a.kind.value.endswith("seat")
     ] == [(ActionKind.CREATE_SEAT, "rig", 1), (ActionKind.REMOVE_SEAT, "tower", 3)]
     assert any(a.kind is ActionKind.RETARGET_ALIAS and a.target == "coder" for a in plan.actions)
+
+
+def test_a_secret_flag_in_extra_args_is_compared_masked() -> None:
+    fleet = example()
+    seat = fleet.seats["coder"].model_copy(update={"extra_args": ("--api-key", "${CODER_KEY}")})
+    fleet = fleet.model_copy(update={"seats": {**fleet.seats, "coder": seat}})
+    observed = replace_seat(in_sync(fleet), "tower", "coder", live_seat(fleet, seat))
+    assert make_plan(fleet, observed).empty
