@@ -85,7 +85,7 @@ def observed_shape(seat: ObservedSeat) -> SeatShape:
         "tensor_parallel_size": seat.tensor_parallel_size or 1,
         "speculative": _speculative(seat.speculative),
         "gpus": list(seat.gpus) or sorted(requested),
-        "extra_args": list(seat.extra_args),
+        "extra_args": list(mask_argv(seat.extra_args)),
         "spec_hash": seat.container.labels.get(HASH_LABEL),
     }
 
