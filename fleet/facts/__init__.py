@@ -8,15 +8,7 @@ from fleet.facts.argv import EngineArgs, EngineName, parse_engine_argv, parse_hu
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tokens
 from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
-from fleet.facts.model_config import (
-    AttentionFacts,
-    AttentionKind,
-    ModelFacts,
-    QuantizationFacts,
-    parse_hf_quant_config,
-    parse_model_config,
-    parse_quantization_config,
-)
+from fleet.facts.model_config import AttentionFacts, AttentionKind, ModelFacts, parse_model_config
 from fleet.facts.nvidia_smi import (
     GpuFact,
     GpuProcess,
@@ -26,6 +18,11 @@ from fleet.facts.nvidia_smi import (
     parse_nvidia_smi_table,
 )
 from fleet.facts.provenance import Provenance, parse_provenance, provenance_path
+from fleet.facts.quantization import (
+    QuantizationFacts,
+    parse_hf_quant_config,
+    parse_quantization_config,
+)
 from fleet.facts.vllm_log import EngineError, EngineKind, EngineReport, ErrorKind, parse_vllm_log
 
 __all__ = [

@@ -3,7 +3,9 @@
 Command output reaches the parsers as it was captured: terminal colours (ANSI escape
 sequences), carriage returns from progress bars redrawing a line, thousands separators in
 numbers. Every parser in `fleet.facts` cleans its input with `clean_lines` first and reads
-numbers with `to_int` / `to_float`, which return None instead of raising.
+numbers with `to_int` / `to_float`, which return None instead of raising. JSON config
+files (config.json, hf_quant_config.json) are read with `json_object`, their fields with
+`first_int` / `first_str`.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+from collections.abc import Mapping
 
 # CSI sequences: colours (`ESC[1;36m`) and the cursor moves tqdm emits (`ESC[A`, `ESC[K`).
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -119,3 +122,30 @@ def parse_dict_literal(text: str) -> dict[str, object]:
         if sep and isinstance(key, str):
             result.setdefault(key, literal(value))
     return result
+
+
+def json_object(text: str) -> dict[str, object]:
+    """The JSON object in the text, or an empty dict."""
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def first_int(config: Mapping[str, object], *keys: str) -> int | None:
+    """The first key holding a positive int (bools are not ints here)."""
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return value
+    return None
+
+
+def first_str(config: Mapping[str, object], *keys: str) -> str | None:
+    """The first key holding a non-empty string."""
+    for key in keys:
+        value = config.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return None

@@ -3,18 +3,24 @@
 Called by the reconciler on the config.json it reads from a host's model directory, by
 `fleet explain model`, and by the KV-cache estimator (`fleet.facts.kv_estimate`).
 Multimodal configs nest the language model under `text_config` (or `llm_config`,
-`language_config`); the quantization scheme is normalised from `quantization_config`
-(compressed-tensors groups, fp8, awq, gptq, bitsandbytes, mxfp4, ModelOpt) to one name.
+`language_config`). The quantization normaliser lives in `fleet.facts.quantization`; its
+public names are re-exported here.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from enum import StrEnum
 
 from fleet.base import CoreModel
+from fleet.facts._text import first_int, first_str, json_object
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
+from fleet.facts.quantization import (
+    NO_QUANTIZATION,
+    QuantizationFacts,
+    parse_hf_quant_config,
+    parse_quantization_config,
+)
 
 __all__ = [
     "NO_QUANTIZATION",
@@ -57,24 +63,6 @@ class AttentionFacts(CoreModel):
     cross_attention_layers: tuple[int, ...] = ()
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
-
-
-NO_QUANTIZATION = "none"
-
-
-class QuantizationFacts(CoreModel):
-    """A checkpoint's quantization, normalised to one scheme name.
-
-    `scheme` is one of none, fp8-w8a8, nvfp4-w4a4, mxfp4, w4a16, w8a16, awq-w4a16,
-    gptq-w4a16, bnb-4bit, or `other:<name>`; `method` is the config's quant_method as
-    written; `kv_cache_dtype` is set when the checkpoint ships a quantized KV-cache scheme.
-    """
-
-    scheme: str = NO_QUANTIZATION
-    group_size: int | None = None
-    method: str | None = None
-    format: str | None = None
-    kv_cache_dtype: str | None = None
 
 
 class ModelFacts(CoreModel):
@@ -127,47 +115,38 @@ def parse_model_config(text: str, hf_quant_config: str | None = None) -> ModelFa
 
     Text that is not a JSON object gives empty facts.
     """
-    config = _load(text)
+    config = json_object(text)
     if not config:
         return ModelFacts()
     inner = _text_config(config)
     quantization = parse_quantization_config(_quant_section(config, inner))
     if hf_quant_config is not None and quantization.scheme == NO_QUANTIZATION:
         quantization = parse_hf_quant_config(hf_quant_config)
-    heads = _int(inner, "num_attention_heads", "n_head", "num_heads")
-    hidden = _int(inner, "hidden_size", "n_embd", "d_model")
+    heads = first_int(inner, "num_attention_heads", "n_head", "num_heads")
+    hidden = first_int(inner, "hidden_size", "n_embd", "d_model")
     attention = _attention(inner)
     return ModelFacts(
         architectures=_strings(config.get("architectures")),
-        model_type=_str(config, "model_type"),
-        text_model_type=_str(inner, "model_type") if inner is not config else None,
-        num_layers=_int(inner, "num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+        model_type=first_str(config, "model_type"),
+        text_model_type=first_str(inner, "model_type") if inner is not config else None,
+        num_layers=first_int(inner, "num_hidden_layers", "n_layer", "num_layers", "n_layers"),
         hidden_size=hidden,
         num_attention_heads=heads,
-        num_kv_heads=_int(inner, "num_key_value_heads", "num_kv_heads", "n_head_kv") or heads,
+        num_kv_heads=first_int(inner, "num_key_value_heads", "num_kv_heads", "n_head_kv") or heads,
         head_dim=_head_dim(inner, attention, hidden, heads),
-        num_experts=_int(
+        num_experts=first_int(
             inner, "n_routed_experts", "num_experts", "num_local_experts", "moe_num_experts"
         ),
-        num_experts_per_token=_int(
+        num_experts_per_token=first_int(
             inner, "num_experts_per_tok", "num_experts_per_token", "experts_per_token", "moe_k"
         ),
-        num_shared_experts=_int(inner, "n_shared_experts", "num_shared_experts"),
+        num_shared_experts=first_int(inner, "n_shared_experts", "num_shared_experts"),
         attention=attention,
-        max_position_embeddings=_int(inner, "max_position_embeddings", "n_positions"),
-        dtype=_str(inner, "dtype", "torch_dtype") or _str(config, "dtype", "torch_dtype"),
+        max_position_embeddings=first_int(inner, "max_position_embeddings", "n_positions"),
+        dtype=first_str(inner, "dtype", "torch_dtype") or first_str(config, "dtype", "torch_dtype"),
         quantization=quantization,
         multimodal=inner is not config or "vision_config" in config,
     )
-
-
-def _load(text: str) -> dict[str, object]:
-    """The JSON object in the text, or an empty dict."""
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return {}
-    return value if isinstance(value, dict) else {}
 
 
 def _text_config(config: dict[str, object]) -> dict[str, object]:
@@ -195,24 +174,24 @@ def _head_dim(
     """The cached size per head; for MLA the latent plus its RoPE part, as vLLM counts it."""
     if attention.kind is AttentionKind.MLA and attention.kv_lora_rank is not None:
         return attention.kv_lora_rank + (attention.qk_rope_head_dim or 0)
-    return _int(config, "head_dim") or (hidden // heads if hidden and heads else None)
+    return first_int(config, "head_dim") or (hidden // heads if hidden and heads else None)
 
 
 def _attention(config: dict[str, object]) -> AttentionFacts:
     """Classify the attention layout from the fields each family uses."""
-    layers = _int(config, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    layers = first_int(config, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
     cross = _layer_indices(config.get("cross_attention_layers"))
-    if (rank := _int(config, "kv_lora_rank")) is not None:
+    if (rank := first_int(config, "kv_lora_rank")) is not None:
         return AttentionFacts(
             kind=AttentionKind.MLA,
             kv_lora_rank=rank,
-            qk_rope_head_dim=_int(config, "qk_rope_head_dim"),
+            qk_rope_head_dim=first_int(config, "qk_rope_head_dim"),
         )
-    window = _int(config, "sliding_window")
+    window = first_int(config, "sliding_window")
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
         return _from_layer_types(layer_types, window)
-    if (interval := _int(config, "full_attention_interval")) and layers:
+    if (interval := first_int(config, "full_attention_interval")) and layers:
         full = tuple(i for i in range(layers) if (i + 1) % interval == 0)
         return AttentionFacts(kind=AttentionKind.HYBRID_LINEAR, full_attention_layers=full)
     if window and config.get("use_sliding_window") is not False and layers:
@@ -238,7 +217,7 @@ def _from_layer_types(layer_types: list[object], window: int | None) -> Attentio
 
 def _sliding(config: dict[str, object], window: int, layers: int) -> AttentionFacts:
     """A sliding window on every layer, or on all but every N-th (the family's default N)."""
-    pattern = _int(config, "sliding_window_pattern")
+    pattern = first_int(config, "sliding_window_pattern")
     if pattern is None:
         pattern = _DEFAULT_SLIDING_PATTERN.get(str(config.get("model_type")))
     full = tuple(i for i in range(layers) if pattern and (i + 1) % pattern == 0)
@@ -263,144 +242,6 @@ def _layer_indices(value: object) -> tuple[int, ...]:
     if not isinstance(value, list):
         return ()
     return tuple(item for item in value if isinstance(item, int) and not isinstance(item, bool))
-
-
-def parse_quantization_config(section: Mapping[str, object]) -> QuantizationFacts:
-    """Normalise a `quantization_config` mapping (or a bare compressed-tensors config)."""
-    if not section:
-        return QuantizationFacts()
-    method = _str(section, "quant_method", "quant_algo") or "unknown"
-    handler = _QUANT_METHODS.get(method.lower().replace("_", "-"))
-    if handler is None:
-        scheme, group_size = f"other:{method}", _int(section, "group_size")
-    else:
-        scheme, group_size = handler(section)
-    return QuantizationFacts(
-        scheme=scheme,
-        group_size=group_size,
-        method=method,
-        format=_str(section, "format"),
-        kv_cache_dtype=_kv_cache_dtype(section),
-    )
-
-
-def parse_hf_quant_config(text: str) -> QuantizationFacts:
-    """Read ModelOpt's `hf_quant_config.json` (`{"quantization": {"quant_algo": ...}}`)."""
-    section = _load(text).get("quantization")
-    if not isinstance(section, dict):
-        return QuantizationFacts()
-    return parse_quantization_config({**section, "quant_method": "modelopt"})
-
-
-def _compressed_tensors(section: Mapping[str, object]) -> tuple[str, int | None]:
-    """The scheme of the first config group (by name); sparsity-only configs are `other:`."""
-    groups = section.get("config_groups")
-    if isinstance(groups, dict) and groups:
-        first = groups[sorted(groups)[0]]
-        if isinstance(first, dict) and isinstance(first.get("weights"), dict):
-            return _compressed_tensors_group(first["weights"], first.get("input_activations"))
-    sparsity = section.get("sparsity_config")
-    if isinstance(sparsity, dict) and (fmt := _str(sparsity, "format")):
-        return f"other:{fmt}", None
-    return "other:compressed-tensors", None
-
-
-def _compressed_tensors_group(
-    weights: Mapping[str, object], activations: object
-) -> tuple[str, int | None]:
-    """W4A16 vs NVFP4 W4A4 vs FP8 from the weights' and input activations' number formats."""
-    group_size = _int(weights, "group_size")
-    w_kind, a_kind = _number_format(weights), _number_format(activations)
-    if w_kind == "float4":
-        nvfp4 = group_size == 16 or (
-            group_size is None and weights.get("strategy") == "tensor_group"
-        )
-        if not nvfp4:
-            return "mxfp4", group_size
-        return ("nvfp4-w4a4" if a_kind == "float4" else "other:nvfp4-w4a16"), group_size
-    schemes: dict[tuple[str | None, str | None], str] = {
-        ("float8", "float8"): "fp8-w8a8",
-        ("float8", None): "other:fp8-w8a16",
-        ("int4", None): "w4a16",
-        ("int8", None): "w8a16",
-        ("int8", "int8"): "other:int8-w8a8",
-        ("int4", "int8"): "other:w4a8",
-        ("int4", "float8"): "other:w4afp8",
-    }
-    return schemes.get((w_kind, a_kind), "other:compressed-tensors"), group_size
-
-
-def _number_format(args: object) -> str | None:
-    """`{"type": "float", "num_bits": 8}` -> `float8`; None when there are no such args."""
-    if not isinstance(args, dict):
-        return None
-    return f"{args.get('type')}{args.get('num_bits')}"
-
-
-def _awq(section: Mapping[str, object]) -> tuple[str, int | None]:
-    bits = _int(section, "bits", "w_bit")
-    scheme = "awq-w4a16" if bits in (4, None) else f"other:awq-w{bits}a16"
-    return scheme, _int(section, "group_size", "q_group_size")
-
-
-def _gptq(section: Mapping[str, object]) -> tuple[str, int | None]:
-    bits = _int(section, "bits")
-    schemes = {4: "gptq-w4a16", 8: "w8a16"}
-    return schemes.get(bits or 4, f"other:gptq-w{bits}a16"), _int(section, "group_size")
-
-
-def _bitsandbytes(section: Mapping[str, object]) -> tuple[str, int | None]:
-    if section.get("load_in_4bit") is True:
-        return "bnb-4bit", None
-    return ("other:bnb-8bit" if section.get("load_in_8bit") is True else "other:bitsandbytes"), None
-
-
-def _modelopt(section: Mapping[str, object]) -> tuple[str, int | None]:
-    algo = (_str(section, "quant_algo") or "").upper()
-    schemes = {"NVFP4": "nvfp4-w4a4", "FP8": "fp8-w8a8", "W4A16_AWQ": "awq-w4a16"}
-    return schemes.get(algo, f"other:modelopt-{algo.lower()}"), _int(section, "group_size")
-
-
-_QuantHandler = Callable[[Mapping[str, object]], tuple[str, int | None]]
-_QUANT_METHODS: dict[str, _QuantHandler] = {
-    "compressed-tensors": _compressed_tensors,
-    "fp8": lambda section: ("fp8-w8a8", None),
-    "mxfp4": lambda section: ("mxfp4", 32),  # MX formats scale blocks of 32 by definition.
-    "awq": _awq,
-    "awq-marlin": _awq,
-    "gptq": _gptq,
-    "gptq-marlin": _gptq,
-    "bitsandbytes": _bitsandbytes,
-    "modelopt": _modelopt,
-    "nvfp4": lambda section: ("nvfp4-w4a4", _int(section, "group_size")),
-}
-
-
-def _kv_cache_dtype(section: Mapping[str, object]) -> str | None:
-    """The KV-cache format a checkpoint was calibrated for (compressed-tensors, ModelOpt)."""
-    scheme = section.get("kv_cache_scheme")
-    if isinstance(scheme, dict):
-        return {"float8": "fp8", "int8": "int8"}.get(_number_format(scheme) or "")
-    algo = section.get("kv_cache_quant_algo")
-    return algo.lower() if isinstance(algo, str) and algo else None
-
-
-def _int(config: Mapping[str, object], *keys: str) -> int | None:
-    """The first key holding a positive int (bools are not ints here)."""
-    for key in keys:
-        value = config.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            return value
-    return None
-
-
-def _str(config: Mapping[str, object], *keys: str) -> str | None:
-    """The first key holding a non-empty string."""
-    for key in keys:
-        value = config.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return None
 
 
 def _strings(value: object) -> tuple[str, ...]:
