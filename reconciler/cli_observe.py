@@ -6,7 +6,6 @@ SSH command, SFTP operation and Docker API request to prove it).
 
 from __future__ import annotations
 
-import difflib
 from typing import Annotated
 
 import typer
@@ -14,7 +13,7 @@ import typer
 from fleet.errors import FleetError
 from fleet.inventory import Inventory, build_inventory
 from fleet.observed import Observation
-from fleet.render.inventory import TIMESTAMP_PREFIX, render_json, render_markdown
+from fleet.render.inventory import inventory_diff, render_json, render_markdown
 from reconciler.cli_app import (
     DesiredOption,
     FleetContext,
@@ -83,12 +82,6 @@ def inventory(
     raise typer.Exit(1 if report_unreachable(observation) else 0)
 
 
-def _without_timestamp(text: str) -> list[str]:
-    return [
-        line for line in text.splitlines(keepends=True) if not line.startswith(TIMESTAMP_PREFIX)
-    ]
-
-
 @app.command()
 def check(desired: DesiredOption = None) -> None:
     """Compare the committed inventory with the live fleet: 0 agree, 2 drift, 1 error."""
@@ -103,14 +96,7 @@ def check(desired: DesiredOption = None) -> None:
     if report_unreachable(observation):
         raise typer.Exit(1)
     live = render_markdown(build_inventory(ctx.fleet, observation))
-    delta = list(
-        difflib.unified_diff(
-            _without_timestamp(committed),
-            _without_timestamp(live),
-            fromfile=f"{path} (committed)",
-            tofile="live fleet",
-        )
-    )
+    delta = inventory_diff(committed, live, name=str(path))
     if not delta:
         out.print(f"in sync: the live fleet matches {path}")
         raise typer.Exit(0)

@@ -6,7 +6,6 @@ are pending, 1 on an error (an unreachable host, a blocker, invalid desired/).
 
 from __future__ import annotations
 
-import difflib
 import json
 from pathlib import Path
 from typing import Annotated
@@ -20,7 +19,7 @@ from fleet.observed import Observation
 from fleet.plan import Plan, make_plan
 from fleet.render.compose import render_compose
 from fleet.render.gateway import render_gateway_config
-from fleet.render.inventory import TIMESTAMP_PREFIX, render_markdown
+from fleet.render.inventory import inventory_diff, render_markdown
 from fleet.render.plan import plan_lines, plan_markdown
 from reconciler.cli_app import (
     DesiredOption,
@@ -78,12 +77,10 @@ def drift_lines(ctx: FleetContext, observation: Observation) -> tuple[str, ...]:
     if committed is None:
         return ()
     live = render_markdown(build_inventory(ctx.fleet, observation))
-
-    def keep(text: str) -> list[str]:
-        return [line for line in text.splitlines() if not line.startswith(TIMESTAMP_PREFIX)]
-
-    delta = difflib.unified_diff(keep(committed), keep(live), lineterm="", n=0)
-    return tuple(line for line in delta if line[:1] in "+-" and line[:3] not in ("+++", "---"))
+    delta = inventory_diff(committed, live, context=0)
+    return tuple(
+        line.rstrip("\n") for line in delta if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    )
 
 
 def save_plan(plan: Plan, path: Path) -> None:

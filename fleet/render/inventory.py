@@ -7,6 +7,7 @@ the generation time (`TIMESTAMP_PREFIX` in Markdown, `"generated_at"` in JSON), 
 
 from __future__ import annotations
 
+import difflib
 import json
 
 from fleet.inventory import GpuRow, HostSection, Inventory, SeatRow
@@ -14,6 +15,30 @@ from fleet.inventory import GpuRow, HostSection, Inventory, SeatRow
 TIMESTAMP_PREFIX = "Generated at: "
 BAR_CELLS = 40
 SHADES = "█▓▒"
+
+
+def inventory_diff(
+    committed: str, live: str, *, name: str = "inventory", context: int = 3
+) -> list[str]:
+    """Unified diff lines (newline-terminated) of two inventory documents, their
+    timestamp lines ignored: empty when the live fleet matches the committed one."""
+
+    def keep(text: str) -> list[str]:
+        return [
+            line if line.endswith("\n") else line + "\n"
+            for line in text.splitlines(keepends=True)
+            if not line.startswith(TIMESTAMP_PREFIX)
+        ]
+
+    return list(
+        difflib.unified_diff(
+            keep(committed),
+            keep(live),
+            n=context,
+            fromfile=f"{name} (committed)",
+            tofile="live fleet",
+        )
+    )
 
 
 def render_json(inventory: Inventory) -> str:

@@ -179,34 +179,6 @@ MUTATING = {
 }
 
 
-MUTATING = {
-    "create",
-    "start",
-    "stop",
-    "kill",
-    "die",
-    "destroy",
-    "restart",
-    "pause",
-    "unpause",
-    "rename",
-    "update",
-    "pull",
-    "tag",
-    "untag",
-    "delete",
-    "import",
-    "commit",
-    "connect",
-    "disconnect",
-    "mount",
-    "unmount",
-    "remove",
-    "prune",
-    "oom",
-}
-
-
 def _events(lab: Lab, host: str, since: float, until: float) -> list[str]:
     result = lab.docker(
         host,
