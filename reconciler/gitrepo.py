@@ -58,10 +58,19 @@ def commit_files(paths: list[Path], message: str, *, push: bool = False) -> str:
             repo.git.add("--", *relative)
             repo.git.commit("-m", message, "--only", "--", *relative)
         if push:
-            repo.remote().push().raise_if_error()
+            _push(repo)
     except (git.GitCommandError, ValueError, OSError) as err:
         raise GitError(f"git commit of the inventory failed: {err}") from err
     return repo.head.commit.hexsha
+
+
+def _push(repo: git.Repo) -> None:
+    """Push HEAD to the branch's upstream (or to the same-named branch of the remote)."""
+    branch = repo.active_branch
+    tracking = branch.tracking_branch()
+    remote = repo.remote(tracking.remote_name) if tracking else repo.remote()
+    target = tracking.remote_head if tracking else branch.name
+    remote.push(f"HEAD:refs/heads/{target}").raise_if_error()
 
 
 def _identity(repo: git.Repo) -> dict[str, str]:
