@@ -129,6 +129,23 @@ def test_unknown_host_key_is_an_error(repo: FleetRepo, tmp_path: Path) -> None:
     assert "host key of root@127.0.0.11:2222 is not in known_hosts" in result.stderr
 
 
+def test_changed_host_key_is_an_error(repo: FleetRepo, tmp_path: Path) -> None:
+    """tower's pinned key replaced by rig's: a man in the middle, not a prompt."""
+    lines = repo.lab.known_hosts.read_text().splitlines()
+    rig_key = next(line for line in lines if line.startswith("[127.0.0.12]:2222"))
+    forged = [line for line in lines if not line.startswith("[127.0.0.11]:2222")]
+    forged.append(rig_key.replace("[127.0.0.12]:2222", "[127.0.0.11]:2222", 1))
+    known = tmp_path / "known_hosts"
+    known.write_text("\n".join(forged) + "\n")
+    config = tmp_path / "ssh_config"
+    config.write_text(
+        repo.lab.ssh_config.read_text().replace(str(repo.lab.known_hosts), str(known))
+    )
+    result = repo.fleet("inventory", env={"FLEET_SSH_CONFIG": str(config)})
+    assert result.returncode == 1
+    assert "error: tower: host key CHANGED for root@127.0.0.11:2222" in result.stderr
+
+
 def test_check_agrees_then_diverges(repo: FleetRepo) -> None:
     repo.deploy("tower")
     repo.deploy("rig")
