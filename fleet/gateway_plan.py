@@ -15,13 +15,19 @@ from fleet.observed import Observation
 from fleet.render.gateway import desired_entries, render_gateway_config
 
 
-def alias_actions(desired: DesiredFleet, observation: Observation, *, wave: int) -> list[Action]:
+def alias_actions(
+    desired: DesiredFleet,
+    observation: Observation,
+    *,
+    wave: int,
+    only: frozenset[str] = frozenset(),
+) -> list[Action]:
     """Add, retarget and remove actions for aliases, plus the gateway restart."""
     gateway = desired.gateway
     live = observation.gateway
     if gateway is None or live is None or live.config is None or live.config_text is None:
         return []
-    wanted = desired_entries(desired)
+    wanted = desired_entries(desired, only)
     routed = live.config.by_alias()
     found: list[Action] = []
     for alias, item in wanted.items():
@@ -48,7 +54,7 @@ def alias_actions(desired: DesiredFleet, observation: Observation, *, wave: int)
                 )
             )
     for alias, entry in sorted(routed.items()):
-        if alias in wanted:
+        if alias in wanted or (only and entry.seat not in only):
             continue
         if alias in gateway.retired_aliases or entry.managed:
             why = (
@@ -65,7 +71,8 @@ def alias_actions(desired: DesiredFleet, observation: Observation, *, wave: int)
                     reasons=(why,),
                 )
             )
-    if found or render_gateway_config(live.config_text, desired) != live.config_text:
+    edited = render_gateway_config(live.config_text, desired, only)
+    if found or edited != live.config_text:
         found.append(
             Action(
                 kind=ActionKind.RESTART_GATEWAY,

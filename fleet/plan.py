@@ -32,6 +32,7 @@ class Plan(CoreModel):
     blockers: tuple[Blocker, ...] = ()
     findings: tuple[Finding, ...] = ()
     drift: tuple[str, ...] = Field((), description="live vs the committed inventory")
+    only_seats: tuple[str, ...] = Field((), description="--seat: the seats this plan covers")
     fingerprint: dict[str, str] = Field(default_factory=dict)
 
     def count(self, kind: ActionKind) -> int:
@@ -74,13 +75,14 @@ def make_plan(
         seat_actions, noop = _seat_action(desired, observation, name)
         actions += seat_actions
         noops += [noop] if noop else []
-    actions += alias_actions(desired, observation, wave=2)
+    actions += alias_actions(desired, observation, wave=2, only=only_seats)
     actions += _removals(desired, observation, prune, only_seats)
     if not any(a.wave == 2 for a in actions) and observation.gateway is not None:
         noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))
     actions.sort(key=lambda a: (a.wave, a.host, a.kind != ActionKind.RESTART_GATEWAY, a.target))
     _restart_last(actions)
     return Plan(
+        only_seats=tuple(sorted(only_seats)),
         created_at=observation.observed_at,
         desired_commit=desired_commit,
         actions=tuple(actions),

@@ -101,7 +101,16 @@ def _run(
     done: list[str] = []
     try:
         done += _apply_seats(fleet, connections, plan.actions, options, reporter, undo)
-        done += _apply_gateway(fleet, connections, plan.actions, options, reporter, undo, key)
+        done += _apply_gateway(
+            fleet,
+            connections,
+            plan.actions,
+            options,
+            reporter,
+            undo,
+            key,
+            frozenset(plan.only_seats),
+        )
         done += _apply_removals(fleet, connections, plan.actions, options, reporter)
     except FleetError as failure:
         reporter.step(f"failed: {failure}; rolling back")
@@ -163,6 +172,7 @@ def _apply_gateway(
     reporter: Reporter,
     undo: Undo,
     key: str | None,
+    only_seats: frozenset[str],
 ) -> list[str]:
     group = [a for a in actions if a.wave == 2]
     gateway = fleet.gateway
@@ -174,7 +184,7 @@ def _apply_gateway(
         raise ApplyError(f"{gateway.config_path} vanished from {gateway.host}")
     reporter.step(f"{gateway.host}: edit {gateway.config_path}")
     undo.gateway_previous = current
-    gateway_ops.upload_config(conn, gateway, render_gateway_config(current, fleet))
+    gateway_ops.upload_config(conn, gateway, render_gateway_config(current, fleet, only_seats))
     reporter.step(f"{gateway.host}: restart the gateway")
     gateway_ops.restart(conn, gateway)
     moved = {

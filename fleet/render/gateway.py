@@ -27,12 +27,16 @@ def entry_id(seat: str, alias: str) -> str:
     return f"{MANAGED_PREFIX}{seat}:{alias}"
 
 
-def desired_entries(fleet: DesiredFleet) -> dict[str, dict[str, Any]]:
-    """alias -> the model_list item fleet wants, for every alias in desired/."""
+def desired_entries(
+    fleet: DesiredFleet, only: frozenset[str] = frozenset()
+) -> dict[str, dict[str, Any]]:
+    """alias -> the model_list item fleet wants, for every alias (of `only` seats, if any)."""
     gateway = fleet.gateway
     prefix = gateway.provider_prefix if gateway else "hosted_vllm/"
     entries: dict[str, dict[str, Any]] = {}
     for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+        if only and seat.name not in only:
+            continue
         host = fleet.hosts[seat.host]
         for alias in seat.aliases:
             params: dict[str, Any] = {
@@ -50,19 +54,28 @@ def desired_entries(fleet: DesiredFleet) -> dict[str, dict[str, Any]]:
     return dict(sorted(entries.items()))
 
 
-def render_gateway_config(text: str, fleet: DesiredFleet) -> str:
-    """The config text with fleet's entries and fallbacks as desired/ says."""
+def render_gateway_config(
+    text: str, fleet: DesiredFleet, only: frozenset[str] = frozenset()
+) -> str:
+    """The config text with fleet's entries and fallbacks as desired/ says.
+
+    With `only` (seat names, from `--seat`), just those seats' aliases are written; every
+    other entry, retirement and fallback is left as it is.
+    """
     gateway = fleet.gateway
-    retired = set(gateway.retired_aliases) if gateway else set()
-    wanted = desired_entries(fleet)
+    retired = set(gateway.retired_aliases) if gateway and not only else set()
+    wanted = desired_entries(fleet, only)
     fallbacks = {a: list(t) for a, t in sorted((gateway.fallbacks if gateway else {}).items())}
-    text = _splice_models(text, wanted, retired)
-    text = _splice_fallbacks(text, fallbacks, set(wanted) | retired)
+    text = _splice_models(text, wanted, retired, only)
+    if not only:
+        text = _splice_fallbacks(text, fallbacks, set(wanted) | retired)
     _check(text, wanted, retired)
     return text
 
 
-def _splice_models(text: str, wanted: dict[str, dict[str, Any]], retired: set[str]) -> str:
+def _splice_models(
+    text: str, wanted: dict[str, dict[str, Any]], retired: set[str], only: frozenset[str]
+) -> str:
     pending = dict(wanted)
 
     def decide(item: Any) -> str | None:
@@ -70,7 +83,10 @@ def _splice_models(text: str, wanted: dict[str, dict[str, Any]], retired: set[st
             return None
         alias = str(item["model_name"])
         info = item.get("model_info")
-        managed = isinstance(info, dict) and str(info.get("id", "")).startswith(MANAGED_PREFIX)
+        entry_id = str(info.get("id", "")) if isinstance(info, dict) else ""
+        managed = entry_id.startswith(MANAGED_PREFIX)
+        if only and alias not in wanted and not (managed and entry_id.split(":")[1] in only):
+            return None  # another seat's entry: --seat leaves it alone
         if alias in pending:
             return alias
         if (managed and alias not in wanted) or alias in retired or alias in wanted:

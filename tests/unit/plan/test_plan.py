@@ -11,6 +11,7 @@ from fleet.gateway_config import parse_gateway_config
 from fleet.models import DesiredFleet
 from fleet.observed import Observation, ObservedHost
 from fleet.plan import Plan, make_plan
+from fleet.render.gateway import render_gateway_config
 from tests.unit.plan.fakes import gateway_in_sync, in_sync, live_seat
 from tests.unit.render.test_compose import example
 
@@ -292,3 +293,29 @@ def test_a_secret_flag_in_extra_args_is_compared_masked() -> None:
     fleet = fleet.model_copy(update={"seats": {**fleet.seats, "coder": seat}})
     observed = replace_seat(in_sync(fleet), "tower", "coder", live_seat(fleet, seat))
     assert make_plan(fleet, observed).empty
+
+
+def test_seat_filter_scopes_the_gateway_to_that_seat() -> None:
+    fleet = example()
+    text = gateway_in_sync(fleet).config_text or ""
+    stale = text.replace("http://127.0.0.11:8025/v1", "http://127.0.0.11:8024/v1")  # sec
+    start = stale.index("  - model_name: coder")
+    stale = stale[:start] + stale[stale.index("  - model_name: embed") :]  # coder missing
+    observed = in_sync(fleet).model_copy(
+        update={
+            "gateway": gateway_in_sync(fleet).model_copy(
+                update={"config_text": stale, "config": parse_gateway_config(stale)}
+            )
+        }
+    )
+    plan = make_plan(fleet, observed, only_seats=frozenset({"coder"}))
+    assert [(a.kind, a.target) for a in plan.actions] == [
+        (ActionKind.ADD_ALIAS, "coder"),
+        (ActionKind.RESTART_GATEWAY, "gateway"),
+    ]
+    assert plan.only_seats == ("coder",)
+    edited = render_gateway_config(stale, fleet, frozenset({"coder"}))
+    assert "http://127.0.0.11:8024/v1" in edited, "another seat's stale alias is left alone"
+    assert parse_gateway_config(edited).by_alias()["coder"].seat == "coder"
+    full = make_plan(fleet, observed)
+    assert (ActionKind.RETARGET_ALIAS, "sec") in [(a.kind, a.target) for a in full.actions]
