@@ -13,6 +13,7 @@ import ipaddress
 import json
 import re
 import shutil
+import socket
 import subprocess
 from pathlib import Path
 
@@ -27,8 +28,25 @@ LAB_NETS = (ipaddress.ip_network("172.30.0.0/16"), ipaddress.ip_network("172.31.
 ROLE_ORDER = ("gateway", "sshd", "dockerd")
 
 
+def engine_answers(docker_host: str) -> bool:
+    """True if the engine's unix socket accepts a connection.
+
+    Asked first because docker-py leaks the socket of a failed connect (a ResourceWarning
+    at some later garbage collection, which the test suite treats as an error).
+    """
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+        probe.settimeout(2)
+        try:
+            probe.connect(docker_host.removeprefix("unix://"))
+        except OSError:
+            return False
+    return True
+
+
 def clear_engine(docker_host: str) -> None:
     """Remove the engine's containers and networks while it still runs (fast down)."""
+    if not engine_answers(docker_host):
+        return
     client = docker.DockerClient(base_url=docker_host, version="1.41", timeout=15)
     try:
         for container in client.containers.list(all=True):
