@@ -147,7 +147,8 @@ def _apply_seats(
             fleet, host, current, {a.target: seat_ops.rendered(fleet, a.target) for a in group}
         )
         reporter.step(f"{host_name}: upload {compose_path(host)}")
-        undo.composes.setdefault(host_name, seat_ops.upload_compose(conn, host, text))
+        seat_ops.upload_compose(conn, host, text, current)
+        undo.composes.setdefault(host_name, current)
         for action in group:
             verb = "create" if action.kind is ActionKind.CREATE_SEAT else "replace"
             reporter.step(f"{host_name}: {verb} seat {action.target}")
@@ -223,9 +224,8 @@ def _apply_removals(
             reporter.step(f"{host_name}: remove seat {action.target}")
             seat_ops.stop_service(conn, fleet, host, action.target)
             current = conn.read_file(compose_path(host))
-            seat_ops.upload_compose(
-                conn, host, seat_ops.merged_compose(fleet, host, current, {action.target: None})
-            )
+            text = seat_ops.merged_compose(fleet, host, current, {action.target: None})
+            seat_ops.upload_compose(conn, host, text, current)
             locks.record(conn, host, "remove-seat", target=action.target)
             done.append(f"remove seat {action.target} on {host_name}")
     return done

@@ -77,17 +77,16 @@ def env_file(text: str) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def upload_compose(conn: HostConnection, host: Host, text: str) -> str | None:
-    """Write the compose file (and its .env) atomically, keeping the previous file."""
+def upload_compose(conn: HostConnection, host: Host, text: str, previous: str | None) -> None:
+    """Write the compose file (and its .env) atomically, keeping `previous` (the file as the
+    caller just read it) beside it as compose.yaml.prev."""
     path = compose_path(host)
     secrets = env_file(text)
     conn.check(f"mkdir -p {shlex.quote(host.compose_dir)}")
     conn.write_file_atomic(f"{host.compose_dir.rstrip('/')}/.env", secrets, mode=0o600)
-    previous = conn.read_file(path)
     if previous is not None:
         conn.write_file_atomic(path + ".prev", previous)
     conn.write_file_atomic(path, text)
-    return previous
 
 
 def restore_compose(conn: HostConnection, host: Host, previous: str | None) -> None:
