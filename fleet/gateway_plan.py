@@ -30,58 +30,30 @@ def alias_actions(
     wanted = desired_entries(desired, only)
     routed = live.config.by_alias()
     found: list[Action] = []
+
+    def add(kind: ActionKind, target: str, reason: str) -> None:
+        found.append(
+            Action(kind=kind, target=target, host=gateway.host, wave=wave, reasons=(reason,))
+        )
+
     for alias, item in wanted.items():
         entry = routed.get(alias)
         seat = item["model_info"]["id"].split(":")[1]
         if entry is None:
-            found.append(
-                Action(
-                    kind=ActionKind.ADD_ALIAS,
-                    target=alias,
-                    host=gateway.host,
-                    wave=wave,
-                    reasons=(f"routes to seat {seat} at {item['litellm_params']['api_base']}",),
-                )
-            )
+            api_base = item["litellm_params"]["api_base"]
+            add(ActionKind.ADD_ALIAS, alias, f"routes to seat {seat} at {api_base}")
         elif reason := _retarget_reason(entry, item, seat):
-            found.append(
-                Action(
-                    kind=ActionKind.RETARGET_ALIAS,
-                    target=alias,
-                    host=gateway.host,
-                    wave=wave,
-                    reasons=(reason,),
-                )
-            )
+            add(ActionKind.RETARGET_ALIAS, alias, reason)
     for alias, entry in sorted(routed.items()):
         if alias in wanted or (only and entry.seat not in only):
             continue
-        if alias in gateway.retired_aliases or entry.managed:
-            why = (
-                "retired in desired/"
-                if alias in gateway.retired_aliases
-                else f"seat {entry.seat} no longer routes it"
-            )
-            found.append(
-                Action(
-                    kind=ActionKind.REMOVE_ALIAS,
-                    target=alias,
-                    host=gateway.host,
-                    wave=wave,
-                    reasons=(why,),
-                )
-            )
+        if alias in gateway.retired_aliases:
+            add(ActionKind.REMOVE_ALIAS, alias, "retired in desired/")
+        elif entry.managed:
+            add(ActionKind.REMOVE_ALIAS, alias, f"seat {entry.seat} no longer routes it")
     edited = render_gateway_config(live.config_text, desired, only)
     if found or edited != live.config_text:
-        found.append(
-            Action(
-                kind=ActionKind.RESTART_GATEWAY,
-                target="gateway",
-                host=gateway.host,
-                wave=wave,
-                reasons=(f"load the edited {gateway.config_path}",),
-            )
-        )
+        add(ActionKind.RESTART_GATEWAY, "gateway", f"load the edited {gateway.config_path}")
     return found
 
 
