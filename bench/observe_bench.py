@@ -24,12 +24,12 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from fleet.fact_script import fact_script
-from fleet.models import DesiredFleet
+from fleet.facts.script import fact_script
 from fleet.render.compose import render_compose
-from reconciler.connections import Connections
-from reconciler.desired import require_valid
-from reconciler.observe import observe_fleet
+from fleet.spec.models import DesiredFleet
+from reconciler.adapters.connections import Connections
+from reconciler.workflows.desired import require_valid
+from reconciler.workflows.observe import observe_fleet
 from tests.lab.lab import Lab
 
 SEATS = (

@@ -14,8 +14,7 @@ import re
 
 from fleet.base import CoreModel
 from fleet.facts._text import clean_lines
-
-PROVENANCE_SUFFIX = ".PROVENANCE.txt"
+from fleet.names import PROVENANCE_SUFFIX
 
 _ENTRY = re.compile(
     r"^\s*(?:[-*]\s+)?(?P<key>[A-Za-z][\w.\-/()]*(?: [\w.\-/()]+){0,3}?)"

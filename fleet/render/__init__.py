@@ -1,1 +1,1 @@
-"""Renderers: deterministic text out of specs and facts (compose, gateway, inventory)."""
+"""What apply writes: compose files and the gateway config splice (deterministic text)."""

@@ -15,16 +15,12 @@ from typing import Any
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from fleet.errors import GatewayError
-from fleet.gateway_config import MANAGED_PREFIX, load_tree, parse_gateway_config
-from fleet.models import DesiredFleet
+from fleet.names import entry_id, is_managed_entry
+from fleet.observed.gateway_config import load_tree, parse_gateway_config
 from fleet.render.yamltext import dump_yaml
+from fleet.spec.models import DesiredFleet
 
 Decide = Callable[[Any], str | None]  # item -> replacement key, "" to delete, None to keep
-
-
-def entry_id(seat: str, alias: str) -> str:
-    """The stable id of a managed entry: derived from seat and alias, never from params."""
-    return f"{MANAGED_PREFIX}{seat}:{alias}"
 
 
 def desired_entries(
@@ -83,9 +79,9 @@ def _splice_models(
             return None
         alias = str(item["model_name"])
         info = item.get("model_info")
-        entry_id = str(info.get("id", "")) if isinstance(info, dict) else ""
-        managed = entry_id.startswith(MANAGED_PREFIX)
-        if only and alias not in wanted and not (managed and entry_id.split(":")[1] in only):
+        known = str(info.get("id", "")) if isinstance(info, dict) else ""
+        managed = is_managed_entry(known)
+        if only and alias not in wanted and not (managed and known.split(":")[1] in only):
             return None  # another seat's entry: --seat leaves it alone
         if alias in pending:
             return alias

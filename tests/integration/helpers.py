@@ -15,10 +15,10 @@ from pathlib import Path
 
 import git
 
-from fleet.load import load_fleet
-from fleet.models import DesiredFleet
 from fleet.render.compose import render_compose
 from fleet.render.yamltext import dump_yaml, make_yaml
+from fleet.spec.load import load_fleet
+from fleet.spec.models import DesiredFleet
 from tests.lab.lab import Lab
 
 DESIRED = Path(__file__).resolve().parents[2] / "desired"

@@ -9,8 +9,8 @@ from pathlib import Path
 import git
 import pytest
 
-from fleet.gateway_config import parse_gateway_config
-from reconciler.http import request_url
+from fleet.observed.gateway_config import parse_gateway_config
+from reconciler.adapters.http import request_url
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.lab.lab import Lab
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from fleet.fact_script import fact_script
+from fleet.facts.script import fact_script
 from fleet.render.compose import render_compose
-from reconciler.connections import Connections
-from reconciler.observe import observe_fleet
+from reconciler.adapters.connections import Connections
+from reconciler.workflows.observe import observe_fleet
 from tests.integration.helpers import FleetRepo
 from tests.lab.lab import Lab
 

@@ -11,7 +11,7 @@ import typer
 from typer.testing import CliRunner
 
 from fleet.errors import FactError
-from reconciler.cli_explain import explain_app
+from reconciler.cli.explain import explain_app
 from tests.conftest import CORPUS
 
 LOG = CORPUS / "vllm-logs" / "v0.15.0rc2_v1_llama3-8b-w4a16-awq-compressed-tensors_offline-LLM.log"

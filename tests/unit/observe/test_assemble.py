@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from fleet.assemble import assemble_host
-from fleet.fact_script import split_sections
+from fleet.facts.script import split_sections
+from fleet.observed.assemble import assemble_host
 
 SEC_ID = "a" * 64
 OTHER_ID = "b" * 64

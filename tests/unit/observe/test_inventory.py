@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from fleet.inventory import build_inventory
-from fleet.render.inventory import inventory_diff, render_json, render_markdown
+from fleet.report.inventory import build_inventory
+from fleet.report.inventory_text import inventory_diff, render_json, render_markdown
 from tests.unit.plan.fakes import in_sync
 from tests.unit.render.test_compose import example
 

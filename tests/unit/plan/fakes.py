@@ -6,12 +6,11 @@ This is a fake at our own seam: the Observation model that observe would have bu
 
 from __future__ import annotations
 
-from fleet.assemble import observed_seat
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.vllm_log import EngineReport
-from fleet.gateway_config import parse_gateway_config
-from fleet.models import DesiredFleet, Seat
-from fleet.observed import (
+from fleet.observed.assemble import observed_seat
+from fleet.observed.gateway_config import parse_gateway_config
+from fleet.observed.models import (
     BackendProbe,
     ModelInfo,
     Observation,
@@ -22,6 +21,7 @@ from fleet.observed import (
 )
 from fleet.render.compose import render_service
 from fleet.render.gateway import render_gateway_config
+from fleet.spec.models import DesiredFleet, Seat
 
 GIB = 1024**3
 

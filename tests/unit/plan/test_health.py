@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 
 from fleet.facts.vllm_log import EngineError, EngineReport, ErrorKind
-from fleet.health import Endpoints, HealthState, judge_seat
-from fleet.observed import ObservedSeat
+from fleet.observed.models import ObservedSeat
+from fleet.plan.health import Endpoints, HealthState, judge_seat
 from tests.unit.plan.fakes import live_seat
 from tests.unit.render.test_compose import example
 

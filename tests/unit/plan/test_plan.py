@@ -6,12 +6,12 @@ from collections.abc import Callable
 
 import pytest
 
-from fleet.actions import ActionKind
-from fleet.gateway_config import parse_gateway_config
-from fleet.models import DesiredFleet
-from fleet.observed import Observation, ObservedHost
-from fleet.plan import Plan, make_plan
+from fleet.observed.gateway_config import parse_gateway_config
+from fleet.observed.models import Observation, ObservedHost
+from fleet.plan.actions import ActionKind
+from fleet.plan.plan import Plan, make_plan
 from fleet.render.gateway import render_gateway_config
+from fleet.spec.models import DesiredFleet
 from tests.unit.plan.fakes import gateway_in_sync, in_sync, live_seat
 from tests.unit.render.test_compose import example
 

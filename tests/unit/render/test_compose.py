@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from ruamel.yaml import YAML
 
-from fleet.load import load_fleet
-from fleet.models import DesiredFleet
-from fleet.render.compose import HASH_LABEL, render_compose
+from fleet.names import HASH_LABEL
+from fleet.render.compose import render_compose
+from fleet.spec.load import load_fleet
+from fleet.spec.models import DesiredFleet
 
 DESIRED = Path(__file__).resolve().parents[3] / "desired"
 GOLDEN = Path(__file__).parent / "golden"

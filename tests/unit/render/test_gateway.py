@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.gateway_config import parse_gateway_config
+from fleet.observed.gateway_config import parse_gateway_config
 from fleet.render.gateway import desired_entries, render_gateway_config
 from tests.unit.render.test_compose import example
 

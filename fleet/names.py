@@ -1,0 +1,46 @@
+"""The names fleet writes on hosts and reads back: each exists here once.
+
+Labels on the containers fleet creates, the lock and journal files in a host's compose
+directory, the provenance file beside a model directory, and the id of a gateway entry
+that fleet manages (`fleet:<seat>:<alias>`). Render writes them, observe and apply read
+them; neither spells them on its own.
+"""
+
+from __future__ import annotations
+
+SEAT_LABEL = "fleet.seat"
+HASH_LABEL = "fleet.spec-hash"
+MANAGED_LABEL = "fleet.managed"
+
+LOCK_NAME = ".fleet.lock"
+JOURNAL_NAME = ".fleet-journal.jsonl"
+COMPOSE_NAME = "compose.yaml"
+
+PROVENANCE_SUFFIX = ".PROVENANCE.txt"
+
+ENTRY_PREFIX = "fleet:"
+
+
+def in_compose_dir(compose_dir: str, name: str) -> str:
+    """A file in a host's compose directory."""
+    return f"{compose_dir.rstrip('/')}/{name}"
+
+
+def lock_path(compose_dir: str) -> str:
+    """Where a host's apply lock lives."""
+    return in_compose_dir(compose_dir, LOCK_NAME)
+
+
+def journal_path(compose_dir: str) -> str:
+    """Where a host's apply journal lives."""
+    return in_compose_dir(compose_dir, JOURNAL_NAME)
+
+
+def entry_id(seat: str, alias: str) -> str:
+    """The `model_info.id` of a gateway entry fleet manages."""
+    return f"{ENTRY_PREFIX}{seat}:{alias}"
+
+
+def is_managed_entry(entry: str | None) -> bool:
+    """True for the id of a gateway entry fleet manages."""
+    return bool(entry and entry.startswith(ENTRY_PREFIX))

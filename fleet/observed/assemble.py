@@ -1,0 +1,180 @@
+"""Turn the fact script's output for one host into an `ObservedHost`.
+
+Pure: called by `reconciler.observe` with the text one SSH round trip printed. GPU
+processes are mapped to containers through /proc/<pid>/cgroup (nvidia-smi reports the
+engine's child process, never the container's main pid), containers become seats by their
+`fleet.seat` label, and each seat gets its engine log facts and its GPUs and VRAM.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+from fleet.facts.argv import parse_engine_argv
+from fleet.facts.cgroup import parse_cgroup
+from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
+from fleet.facts.journal import unfinished
+from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
+from fleet.facts.model_config import parse_model_config
+from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query
+from fleet.facts.provenance import parse_provenance
+from fleet.facts.script import split_sections
+from fleet.facts.vllm_log import EngineReport, parse_vllm_log
+from fleet.names import MANAGED_LABEL, SEAT_LABEL
+from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
+from fleet.secrets import mask_argv
+
+Sections = dict[str, dict[str, str]]
+
+
+def assemble_host(name: str, output: str) -> ObservedHost:
+    """The observed host, from everything its fact script printed."""
+    sections: Sections = defaultdict(dict)
+    for kind, arg, body in split_sections(output):
+        sections[kind][arg] = body
+    if "end" not in sections:
+        return ObservedHost(
+            name=name, reachable=False, error="fact script did not finish (output cut short)"
+        )
+    gpus, gpu_error = _gpus(sections)
+    processes = _processes(sections, gpus)
+    docker_error = (
+        None
+        if sections["docker-rc"].get("0") is not None
+        else "docker is not answering on this host"
+    )
+    containers = parse_docker_inspect(
+        sections["inspect"].get("", ""), sections["images"].get("", "")
+    )
+    seats = tuple(
+        _seat(
+            _live_argv(c, sections["cmdline"].get(c.id)), sections["logs"].get(c.id, ""), processes
+        )
+        for c in containers
+    )
+    steps = unfinished(sections["journal"].get(""))
+    return ObservedHost(
+        name=name,
+        lock=sections["lock"].get("", "").strip() or None,
+        interrupted=tuple(_step(step) for step in steps),
+        gpus=gpus,
+        gpu_error=gpu_error,
+        docker_error=docker_error,
+        processes=processes,
+        seats=seats,
+        models=_models(sections),
+        missing_paths=tuple(sorted(sections["missing"])),
+    )
+
+
+def _step(entry: dict[str, str]) -> str:
+    target = f" {entry['target']}" if entry.get("target") else ""
+    return f"{entry.get('at', '?')} {entry.get('step', '?')}{target}"
+
+
+def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
+    text = sections["gpus"].get("", "")
+    if "0" not in sections["gpus-rc"]:
+        lines = [line for line in text.splitlines() if line.strip()]
+        return (), (lines[0] if lines else "nvidia-smi failed")
+    gpus = tuple(
+        ObservedGpu(
+            index=g.index,
+            uuid=g.uuid or "",
+            name=g.name or "",
+            memory_total_mib=g.memory_total_mib or 0,
+            memory_used_mib=g.memory_used_mib or 0,
+        )
+        for g in parse_gpu_query(text)
+        if g.index is not None
+    )
+    return tuple(sorted(gpus, key=lambda g: g.index)), None
+
+
+def _processes(sections: Sections, gpus: tuple[ObservedGpu, ...]) -> tuple[GpuProcessUse, ...]:
+    by_uuid = {g.uuid: g.index for g in gpus}
+    uses = [
+        GpuProcessUse(
+            pid=p.pid,
+            gpu_index=by_uuid.get(p.gpu_uuid or "", p.gpu_index),
+            used_mib=p.used_memory_mib or 0,
+            container_id=parse_cgroup(sections["cgroup"].get(str(p.pid), "")),
+        )
+        for p in parse_compute_apps(sections["apps"].get("", ""))
+    ]
+    return tuple(sorted(uses, key=lambda u: (u.gpu_index or 0, u.pid)))
+
+
+def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
+    """The argv the engine process really runs with, when /proc could be read.
+
+    A wrapper entrypoint can drop flags docker was asked to pass; the process's own
+    /proc/<pid>/cmdline is the truth the health gate and the diff are about.
+    """
+    argv = mask_argv(tuple(line for line in (cmdline or "").split("\n") if line))
+    return container.model_copy(update={"argv": argv}) if argv else container
+
+
+def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:
+    mine = [p for p in processes if p.container_id == container.id]
+    return observed_seat(
+        container,
+        engine=parse_vllm_log(log) if log and _is_vllm(container) else None,
+        gpus=tuple(sorted({p.gpu_index for p in mine if p.gpu_index is not None})),
+        vram_mib=sum(p.used_mib for p in mine),
+    )
+
+
+def observed_seat(
+    container: ContainerFact, *, engine: EngineReport | None, gpus: tuple[int, ...], vram_mib: int
+) -> ObservedSeat:
+    """A seat from its container (labels, live argv) and what the GPUs and log say."""
+    labels = container.labels
+    managed = labels.get(MANAGED_LABEL) == "true" and SEAT_LABEL in labels
+    args = parse_engine_argv(container.argv)
+    return ObservedSeat(
+        name=labels.get(SEAT_LABEL, container.name) if managed else container.name,
+        managed=managed,
+        container=container,
+        served_names=args.served_model_names or ((args.model,) if args.model else ()),
+        model=args.model,
+        port=args.port,
+        max_model_len=args.max_model_len,
+        kv_cache_bytes=args.kv_cache_memory_bytes,
+        gpu_memory_utilization=args.gpu_memory_utilization,
+        tensor_parallel_size=args.tensor_parallel_size,
+        speculative=dict(args.speculative_config) if args.speculative_config else None,
+        extra_args=tuple(args.extra),
+        gpus=gpus,
+        vram_mib=vram_mib,
+        engine=engine,
+    )
+
+
+def _is_vllm(container: ContainerFact) -> bool:
+    return "llama" not in " ".join(container.argv[:1]).lower()
+
+
+def _models(sections: Sections) -> dict[str, ModelInfo]:
+    models: dict[str, ModelInfo] = {}
+    for path, size in sorted(sections["model"].items()):
+        config = sections["config"].get(path)
+        facts = parse_model_config(config) if config is not None else None
+        provenance = sections["provenance"].get(path)
+        lineage = parse_provenance(provenance).as_dict() if provenance else {}
+        models[path] = ModelInfo(
+            path=path,
+            size_bytes=int(size) if size.strip().isdigit() else None,
+            architecture=facts.architectures[0] if facts and facts.architectures else None,
+            model_type=facts.model_type if facts else None,
+            num_layers=facts.num_layers if facts else None,
+            num_experts=facts.num_experts if facts else None,
+            num_experts_per_token=facts.num_experts_per_token if facts else None,
+            attention=facts.attention.kind.value if facts and facts.attention.kind else None,
+            quantization=facts.quantization.scheme if facts else None,
+            max_position_embeddings=facts.max_position_embeddings if facts else None,
+            kv_bytes_per_token=estimate_kv_bytes_per_token(facts) if facts else None,
+            lineage=lineage,
+            config_error=None if config is not None else "no config.json",
+        )
+    return models

@@ -1,0 +1,252 @@
+"""Findings: noteworthy facts that are not changes (dead aliases, floating tags, ...).
+
+`find_issues` is pure: it reads desired/ (for bands and intent) and an `Observation`, and
+returns findings sorted by kind and target. Shown by `fleet inventory`, `check` and `plan`.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator
+from enum import StrEnum
+
+from fleet.base import CoreModel
+from fleet.observed.models import Observation, ObservedHost, ObservedSeat
+from fleet.spec.images import parse_image
+from fleet.spec.models import DesiredFleet
+
+
+class FindingKind(StrEnum):
+    """What kind of thing was noticed."""
+
+    HOST_UNREACHABLE = "host-unreachable"
+    GPU_FACTS_MISSING = "gpu-facts-missing"
+    MODEL_DRIFT = "model-drift"
+    DEAD_ALIAS = "dead-alias"
+    FLOATING_TAG = "floating-tag"
+    UNMANAGED_GPU_PROCESS = "unmanaged-gpu-process"
+    UNMANAGED_CONTAINER = "unmanaged-container"
+    CONCURRENCY_OUT_OF_BAND = "concurrency-out-of-band"
+    SPECULATIVE_MIX = "speculative-mix"
+    ALIAS_FAN_IN = "alias-fan-in"
+    CONTAINER_NOT_RUNNING = "container-not-running"
+    ENGINE_ERROR = "engine-error"
+    HOST_LOCKED = "host-locked"
+    GATEWAY_UNREADABLE = "gateway-unreadable"
+    INTERRUPTED_APPLY = "interrupted-apply"
+
+
+class Finding(CoreModel):
+    """One thing worth a look, with the host, seat or alias it is about."""
+
+    kind: FindingKind
+    target: str
+    message: str
+    severity: str = "warning"
+
+
+FAN_IN_THRESHOLD = 3
+
+
+def find_issues(desired: DesiredFleet, observation: Observation) -> list[Finding]:
+    """Every finding about the live fleet, sorted."""
+    found: list[Finding] = []
+    for host in observation.hosts.values():
+        found += _host_findings(desired, host)
+    found += _gateway_findings(observation)
+    found += _speculative_mix(observation)
+    found += _fan_in(observation)
+    return sorted(found, key=lambda f: (f.kind.value, f.target, f.message))
+
+
+def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Finding]:
+    if not host.reachable:
+        yield Finding(
+            kind=FindingKind.HOST_UNREACHABLE,
+            target=host.name,
+            message=host.error or "unreachable",
+            severity="error",
+        )
+        return
+    if host.gpu_error:
+        yield Finding(
+            kind=FindingKind.GPU_FACTS_MISSING,
+            target=host.name,
+            message=f"nvidia-smi failed: {host.gpu_error}",
+            severity="error",
+        )
+    if host.lock:
+        yield Finding(
+            kind=FindingKind.HOST_LOCKED, target=host.name, message=f"locked by {host.lock}"
+        )
+    if host.interrupted:
+        yield Finding(
+            kind=FindingKind.INTERRUPTED_APPLY,
+            target=host.name,
+            severity="error",
+            message=f"an apply did not finish; steps done: "
+            f"{'; '.join(host.interrupted)}. The plan shows what remains.",
+        )
+    yield from _gpu_processes(host)
+    for seat in host.seats:
+        yield from _seat_findings(desired, host, seat)
+
+
+def _gpu_processes(host: ObservedHost) -> Iterator[Finding]:
+    managed = {s.container.id for s in host.seats if s.managed}
+    names = {s.container.id: s.container.name for s in host.seats}
+    for proc in host.processes:
+        if proc.container_id in managed:
+            continue
+        owner = (
+            f"container {names.get(proc.container_id or '', proc.container_id)} that "
+            "fleet does not manage"
+            if proc.container_id
+            else "no container"
+        )
+        yield Finding(
+            kind=FindingKind.UNMANAGED_GPU_PROCESS,
+            target=f"{host.name}/gpu{proc.gpu_index}",
+            message=f"pid {proc.pid} uses {proc.used_mib} MiB and belongs to {owner}",
+        )
+
+
+def _seat_findings(
+    desired: DesiredFleet, host: ObservedHost, seat: ObservedSeat
+) -> Iterator[Finding]:
+    target = f"{host.name}/{seat.name}"
+    container = seat.container
+    spec = desired.seats.get(seat.name)
+    if not seat.managed or spec is None:
+        what = "fleet-labelled seat not in desired/" if seat.managed else "container"
+        yield Finding(
+            kind=FindingKind.UNMANAGED_CONTAINER,
+            target=target,
+            severity="info",
+            message=f"{what} {container.name} ({container.image}); remove it "
+            "with `fleet apply --prune`"
+            if seat.managed
+            else f"{what} {container.name} ({container.image}) is not managed by fleet",
+        )
+    if not container.running:
+        yield Finding(
+            kind=FindingKind.CONTAINER_NOT_RUNNING,
+            target=target,
+            severity="error",
+            message=f"container is {container.state} (exit code {container.exit_code}"
+            f", {container.restart_count} restarts)",
+        )
+    yield from _image_findings(desired, target, seat)
+    if spec is not None and spec.served_name not in seat.served_names and seat.served_names:
+        yield Finding(
+            kind=FindingKind.MODEL_DRIFT,
+            target=target,
+            severity="error",
+            message=f"serves {', '.join(seat.served_names)} from {seat.model}; "
+            f"desired/ says {spec.served_name} from {spec.model}",
+        )
+    concurrency = seat.concurrency
+    if spec is not None and concurrency is not None:
+        band = spec.band(desired.settings.concurrency_band)
+        if not band.min <= concurrency <= band.max:
+            yield Finding(
+                kind=FindingKind.CONCURRENCY_OUT_OF_BAND,
+                target=target,
+                message=f"concurrency {concurrency:.2f}x is outside {band.min:g}x..{band.max:g}x",
+            )
+    for error in seat.engine.errors if seat.engine else ():
+        yield Finding(
+            kind=FindingKind.ENGINE_ERROR,
+            target=target,
+            severity="error",
+            message=f"{error.kind.value}: {error.message[:160]}",
+        )
+
+
+def _image_findings(desired: DesiredFleet, target: str, seat: ObservedSeat) -> Iterator[Finding]:
+    ref = parse_image(seat.container.image)
+    floating = desired.settings.images.floating_tags
+    if ref.tag is None or ref.tag in floating:
+        yield Finding(
+            kind=FindingKind.FLOATING_TAG,
+            target=target,
+            message=f"image {seat.container.image} floats: a recreate may pull something else",
+        )
+    elif not seat.container.repo_digests and ref.digest is None:
+        yield Finding(
+            kind=FindingKind.FLOATING_TAG,
+            target=target,
+            severity="info",
+            message=f"image {seat.container.image} has no registry digest recorded "
+            f"(image id {seat.container.image_id[:19]})",
+        )
+
+
+def _gateway_findings(observation: Observation) -> Iterator[Finding]:
+    gateway = observation.gateway
+    if gateway is not None and gateway.error:
+        yield Finding(
+            kind=FindingKind.GATEWAY_UNREADABLE,
+            target=f"gateway {gateway.host}",
+            severity="error",
+            message=gateway.error,
+        )
+    if gateway is None or gateway.config is None:
+        return
+    for entry in gateway.config.entries:
+        probe = gateway.probes.get(entry.api_base or "")
+        if probe is None:
+            continue
+        if not probe.answers:
+            yield Finding(
+                kind=FindingKind.DEAD_ALIAS,
+                target=f"alias {entry.alias}",
+                severity="error",
+                message=f"backend {entry.api_base} does not answer ({probe.error or 'no reply'})",
+            )
+            continue
+        expected = (entry.model or "").split("/", 1)[-1]
+        if expected and probe.models and expected not in probe.models:
+            yield Finding(
+                kind=FindingKind.MODEL_DRIFT,
+                target=f"alias {entry.alias}",
+                severity="error",
+                message=f"gateway expects model {expected!r} at "
+                f"{entry.api_base}, which serves {', '.join(probe.models)}",
+            )
+
+
+def _speculative_mix(observation: Observation) -> Iterator[Finding]:
+    methods: dict[str, list[str]] = defaultdict(list)
+    for host in observation.hosts.values():
+        for seat in host.seats:
+            method = (seat.speculative or {}).get("method")
+            if method:
+                methods[str(method)].append(seat.name)
+    if len(methods) > 1:
+        listing = "; ".join(f"{m}: {', '.join(sorted(s))}" for m, s in sorted(methods.items()))
+        yield Finding(
+            kind=FindingKind.SPECULATIVE_MIX,
+            target="fleet",
+            severity="info",
+            message=f"{len(methods)} speculative methods coexist ({listing}); a "
+            "--speculative-config copied between them silently breaks",
+        )
+
+
+def _fan_in(observation: Observation) -> Iterator[Finding]:
+    gateway = observation.gateway
+    if gateway is None or gateway.config is None:
+        return
+    fan: dict[str, list[str]] = defaultdict(list)
+    for entry in gateway.config.entries:
+        if entry.api_base:
+            fan[entry.api_base].append(entry.alias)
+    for api_base, aliases in sorted(fan.items()):
+        if len(aliases) >= FAN_IN_THRESHOLD:
+            yield Finding(
+                kind=FindingKind.ALIAS_FAN_IN,
+                target=api_base,
+                severity="info",
+                message=f"{len(aliases)} aliases fan into one seat: {', '.join(sorted(aliases))}",
+            )

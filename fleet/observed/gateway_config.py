@@ -1,0 +1,129 @@
+"""Read a LiteLLM proxy config: its aliases, their backends, and which fleet manages.
+
+A fact parser (text of the config file in, frozen models out) used by observation, plan
+and the gateway renderer. fleet marks the entries it manages with a `model_info.id` of the
+form `fleet:<seat>:<alias>`; every other entry is foreign and never touched.
+"""
+
+from __future__ import annotations
+
+from io import StringIO
+from typing import Any
+
+from pydantic import Field
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
+from fleet.base import CoreModel
+from fleet.errors import GatewayError
+from fleet.names import is_managed_entry
+
+
+class GatewayEntry(CoreModel):
+    """One `model_list` entry: an alias and where it routes."""
+
+    alias: str
+    model: str | None = None
+    api_base: str | None = None
+    entry_id: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    line: int | None = None
+
+    @property
+    def managed(self) -> bool:
+        """True when fleet owns this entry."""
+        return is_managed_entry(self.entry_id)
+
+    @property
+    def seat(self) -> str | None:
+        """The seat a managed entry was written for."""
+        if not self.managed or self.entry_id is None:
+            return None
+        return self.entry_id.split(":")[1]
+
+
+class GatewayConfig(CoreModel):
+    """The parsed config: entries in file order and the fallbacks."""
+
+    entries: tuple[GatewayEntry, ...] = ()
+    fallbacks: dict[str, tuple[str, ...]] = Field(default_factory=dict)
+
+    def by_alias(self) -> dict[str, GatewayEntry]:
+        """First entry per alias (LiteLLM load-balances duplicates; fleet writes one)."""
+        found: dict[str, GatewayEntry] = {}
+        for entry in self.entries:
+            found.setdefault(entry.alias, entry)
+        return found
+
+
+def load_tree(text: str) -> Any:
+    """Round-trip YAML tree of a config; GatewayError on bad YAML or a non-mapping."""
+    try:
+        tree = YAML(typ="rt").load(StringIO(text))
+    except MarkedYAMLError as err:
+        mark = err.problem_mark or err.context_mark
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise GatewayError(
+            f"gateway config is not valid YAML{where}: {err.problem or err.context}"
+        ) from err
+    except YAMLError as err:
+        raise GatewayError(f"gateway config is not valid YAML: {err}") from err
+    if tree is None:
+        return CommentedMap()
+    if not isinstance(tree, CommentedMap):
+        raise GatewayError("gateway config must be a mapping at the top level")
+    return tree
+
+
+def parse_gateway_config(text: str) -> GatewayConfig:
+    """Entries and fallbacks of a LiteLLM config text."""
+    tree = load_tree(text)
+    models = tree.get("model_list") or []
+    entries = (
+        [
+            _entry(item, models.lc.item(i)[0] + 1)
+            for i, item in enumerate(models)
+            if isinstance(item, dict) and "model_name" in item
+        ]
+        if isinstance(models, CommentedSeq)
+        else []
+    )
+    return GatewayConfig(entries=tuple(entries), fallbacks=_fallbacks(tree))
+
+
+def _entry(item: dict[str, Any], line: int) -> GatewayEntry:
+    params = dict(item.get("litellm_params") or {})
+    info = item.get("model_info") or {}
+    return GatewayEntry(
+        alias=str(item["model_name"]),
+        model=_text(params.pop("model", None)),
+        api_base=_text(params.pop("api_base", None) or item.get("api_base")),
+        entry_id=_text(info.get("id")) if isinstance(info, dict) else None,
+        params=_plain(params),
+        line=line,
+    )
+
+
+def _fallbacks(tree: Any) -> dict[str, tuple[str, ...]]:
+    found: dict[str, tuple[str, ...]] = {}
+    for section in ("router_settings", "litellm_settings"):
+        block = tree.get(section)
+        items = block.get("fallbacks") if isinstance(block, dict) else None
+        for item in items or []:
+            if isinstance(item, dict):
+                for alias, targets in item.items():
+                    found[str(alias)] = tuple(str(t) for t in (targets or []))
+    return found
+
+
+def _text(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value

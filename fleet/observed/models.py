@@ -1,0 +1,142 @@
+"""What observation found on the live fleet: hosts, GPUs, containers, models, gateway.
+
+Built by `fleet.assemble` from the fact script's output (one host at a time) and by
+`reconciler.observe` for the gateway; read by findings, diff, plan and the inventory.
+Everything here is a fact read off a host; nothing is typed by hand.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from fleet.base import CoreModel
+from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.vllm_log import EngineReport
+from fleet.observed.gateway_config import GatewayConfig
+
+
+class ObservedGpu(CoreModel):
+    """One GPU as nvidia-smi reports it."""
+
+    index: int
+    uuid: str
+    name: str
+    memory_total_mib: int
+    memory_used_mib: int
+
+    @property
+    def memory_free_mib(self) -> int:
+        """Memory not in use."""
+        return max(self.memory_total_mib - self.memory_used_mib, 0)
+
+
+class GpuProcessUse(CoreModel):
+    """A compute process on a GPU, mapped to its container through /proc/<pid>/cgroup."""
+
+    pid: int
+    gpu_index: int | None
+    used_mib: int
+    container_id: str | None = Field(None, description="None: the process is in no container")
+
+
+class ModelInfo(CoreModel):
+    """Facts about a model directory: config.json summary, size on disk, lineage."""
+
+    path: str
+    size_bytes: int | None = None
+    architecture: str | None = None
+    model_type: str | None = None
+    num_layers: int | None = None
+    num_experts: int | None = None
+    num_experts_per_token: int | None = None
+    attention: str | None = None
+    quantization: str | None = None
+    max_position_embeddings: int | None = None
+    kv_bytes_per_token: int | None = None
+    lineage: dict[str, str] = Field(default_factory=dict)
+    config_error: str | None = None
+
+
+class ObservedSeat(CoreModel):
+    """A container running (or meant to run) an engine, with everything known about it."""
+
+    name: str = Field(description="fleet.seat label, or the container name if unmanaged")
+    managed: bool
+    container: ContainerFact
+    served_names: tuple[str, ...] = ()
+    model: str | None = None
+    port: int | None = None
+    max_model_len: int | None = None
+    kv_cache_bytes: int | None = None
+    gpu_memory_utilization: float | None = None
+    tensor_parallel_size: int | None = None
+    speculative: dict[str, object] | None = None
+    extra_args: tuple[str, ...] = ()
+    gpus: tuple[int, ...] = Field((), description="GPUs its processes hold (nvidia-smi)")
+    vram_mib: int = 0
+    engine: EngineReport | None = None
+
+    @property
+    def concurrency(self) -> float | None:
+        """KV-cache tokens / context, from the engine's own log."""
+        tokens = self.engine.kv_cache_tokens if self.engine else None
+        context = self.max_model_len or (self.engine.max_model_len if self.engine else None)
+        return tokens / context if tokens and context else None
+
+
+class ObservedHost(CoreModel):
+    """One host: reachable or not, its GPUs, seats, GPU processes and models."""
+
+    name: str
+    reachable: bool = True
+    error: str | None = None
+    gpu_error: str | None = None
+    docker_error: str | None = None
+    gpus: tuple[ObservedGpu, ...] = ()
+    processes: tuple[GpuProcessUse, ...] = ()
+    seats: tuple[ObservedSeat, ...] = ()
+    models: dict[str, ModelInfo] = Field(default_factory=dict)
+    missing_paths: tuple[str, ...] = ()
+    lock: str | None = Field(None, description="who holds the apply lock, if anyone")
+    interrupted: tuple[str, ...] = Field((), description="steps of an unfinished apply")
+
+    def seat(self, name: str) -> ObservedSeat | None:
+        """The managed seat of that name, if it runs here."""
+        return next((s for s in self.seats if s.managed and s.name == name), None)
+
+
+class BackendProbe(CoreModel):
+    """Whether a gateway backend answered from the gateway host, and what it serves."""
+
+    api_base: str
+    answers: bool
+    models: tuple[str, ...] = ()
+    error: str | None = None
+
+
+class ObservedGateway(CoreModel):
+    """The gateway's config file and its backends as the gateway host reaches them."""
+
+    host: str
+    config_path: str
+    reachable: bool = True
+    error: str | None = None
+    config_text: str | None = None
+    config: GatewayConfig | None = None
+    probes: dict[str, BackendProbe] = Field(default_factory=dict)
+
+
+class Observation(CoreModel):
+    """The whole live fleet at one moment."""
+
+    observed_at: str
+    hosts: dict[str, ObservedHost] = Field(default_factory=dict)
+    gateway: ObservedGateway | None = None
+
+    def seat(self, name: str) -> tuple[ObservedHost, ObservedSeat] | None:
+        """Where a managed seat runs, if anywhere."""
+        for host in self.hosts.values():
+            found = host.seat(name)
+            if found is not None:
+                return host, found
+        return None

@@ -1,0 +1,72 @@
+"""Alias actions: what the gateway config would change from, to, and why.
+
+Called by `fleet.plan`. Compares the desired entries (`fleet.render.gateway`) with the
+config observed on the gateway host; a restart action follows any change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet.observed.gateway_config import GatewayEntry
+from fleet.observed.models import Observation
+from fleet.plan.actions import Action, ActionKind
+from fleet.render.gateway import desired_entries, render_gateway_config
+from fleet.spec.models import DesiredFleet
+
+
+def alias_actions(
+    desired: DesiredFleet,
+    observation: Observation,
+    *,
+    wave: int,
+    only: frozenset[str] = frozenset(),
+) -> list[Action]:
+    """Add, retarget and remove actions for aliases, plus the gateway restart."""
+    gateway = desired.gateway
+    live = observation.gateway
+    if gateway is None or live is None or live.config is None or live.config_text is None:
+        return []
+    wanted = desired_entries(desired, only)
+    routed = live.config.by_alias()
+    found: list[Action] = []
+
+    def add(kind: ActionKind, target: str, reason: str) -> None:
+        found.append(
+            Action(kind=kind, target=target, host=gateway.host, wave=wave, reasons=(reason,))
+        )
+
+    for alias, item in wanted.items():
+        entry = routed.get(alias)
+        seat = item["model_info"]["id"].split(":")[1]
+        if entry is None:
+            api_base = item["litellm_params"]["api_base"]
+            add(ActionKind.ADD_ALIAS, alias, f"routes to seat {seat} at {api_base}")
+        elif reason := _retarget_reason(entry, item, seat):
+            add(ActionKind.RETARGET_ALIAS, alias, reason)
+    for alias, entry in sorted(routed.items()):
+        if alias in wanted or (only and entry.seat not in only):
+            continue
+        if alias in gateway.retired_aliases:
+            add(ActionKind.REMOVE_ALIAS, alias, "retired in desired/")
+        elif entry.managed:
+            add(ActionKind.REMOVE_ALIAS, alias, f"seat {entry.seat} no longer routes it")
+    edited = render_gateway_config(live.config_text, desired, only)
+    if found or edited != live.config_text:
+        add(ActionKind.RESTART_GATEWAY, "gateway", f"load the edited {gateway.config_path}")
+    return found
+
+
+def _retarget_reason(entry: GatewayEntry, item: dict[str, Any], seat: str) -> str | None:
+    params = dict(item["litellm_params"])
+    api_base, model = params.pop("api_base"), params.pop("model")
+    if not entry.managed:
+        return f"adopt the hand-written entry: {entry.api_base} -> {api_base} (seat {seat})"
+    if entry.seat != seat:
+        moved = f" ({entry.api_base} -> {api_base})" if entry.api_base != api_base else ""
+        return f"seat {entry.seat} -> {seat}{moved}"
+    if entry.api_base != api_base or entry.model != model:
+        return f"{entry.model} at {entry.api_base} -> {model} at {api_base}"
+    if entry.params != params:
+        return f"params {entry.params} -> {params}"
+    return None

@@ -1,0 +1,133 @@
+"""Blockers: reasons a plan must not be applied, found before anything is touched.
+
+Called by `fleet.plan` for the seats it would create or replace: the host must be
+reachable, the model directory must exist there, the seat must fit in the GPUs' observed
+free memory (weights from the seat's last logged figure, else the model's size on disk,
+plus its KV budget and a fixed engine overhead), and the image's vLLM must know every flag
+fleet renders (e.g. --kv-cache-memory-bytes came in vLLM 0.11).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fleet.observed.models import Observation, ObservedHost
+from fleet.plan.actions import Action, ActionKind, Blocker
+from fleet.render.compose import engine_args
+from fleet.spec import speculative as engines
+from fleet.spec.images import parse_image
+from fleet.spec.models import DesiredFleet, Seat
+
+MIB = 1024**2
+ENGINE_OVERHEAD_MIB = 1024  # CUDA context, activations and graphs beside weights and KV
+
+
+def find_blockers(
+    desired: DesiredFleet, observation: Observation, actions: list[Action]
+) -> list[Blocker]:
+    """Every blocker of the seat and gateway actions."""
+    found: list[Blocker] = []
+    free: dict[tuple[str, int], int] = {}
+    for action in actions:
+        if action.kind in (ActionKind.CREATE_SEAT, ActionKind.REPLACE_SEAT):
+            found += _seat_blockers(desired, observation, desired.seats[action.target], free)
+        elif action.wave == 2 and action.kind is ActionKind.RESTART_GATEWAY:
+            found += _gateway_blockers(observation)
+    return sorted(set(found), key=lambda b: (b.target, b.message))
+
+
+def _seat_blockers(
+    desired: DesiredFleet, observation: Observation, seat: Seat, free: dict[tuple[str, int], int]
+) -> Iterator[Blocker]:
+    host = observation.hosts.get(seat.host)
+    if host is None or not host.reachable:
+        yield Blocker(
+            target=seat.name,
+            message=f"host {seat.host} is unreachable: {host.error if host else 'not observed'}",
+        )
+        return
+    if seat.model.rstrip("/") in host.missing_paths:
+        yield Blocker(
+            target=seat.name, message=f"model directory {seat.model} does not exist on {seat.host}"
+        )
+    yield from _flag_blockers(seat)
+    yield from _memory_blockers(desired, host, seat, free)
+
+
+def _flag_blockers(seat: Seat) -> Iterator[Blocker]:
+    version = engines.parse_version(parse_image(seat.image).tag or "")
+    if seat.engine != "vllm" or version is None:
+        return
+    args = engine_args(seat)
+    for flag, since in sorted(engines.FLAG_SINCE.items()):
+        if flag in args and version < since:
+            yield Blocker(
+                target=seat.name,
+                message=f"{flag} needs vLLM >= "
+                f"{'.'.join(map(str, since))}; image {seat.image} is older",
+            )
+
+
+def _memory_blockers(
+    desired: DesiredFleet, host: ObservedHost, seat: Seat, free: dict[tuple[str, int], int]
+) -> Iterator[Blocker]:
+    if host.gpu_error or not host.gpus:
+        yield Blocker(
+            target=seat.name,
+            message=f"cannot check GPU memory on {host.name}: "
+            f"{host.gpu_error or 'no GPUs reported'}",
+        )
+        return
+    current = host.seat(seat.name)
+    for gpu in host.gpus:
+        if gpu.index not in seat.gpus:
+            continue
+        key = (host.name, gpu.index)
+        if key not in free:
+            free[key] = gpu.memory_free_mib
+        if current is not None and gpu.index in current.gpus:
+            free[key] += current.vram_mib // max(len(current.gpus), 1)
+        need = _need_mib(host, seat, gpu.memory_total_mib)
+        if need is None:
+            continue
+        if need > free[key]:
+            yield Blocker(
+                target=seat.name,
+                message=f"needs ~{need:,} MiB on {host.name} GPU "
+                f"{gpu.index}, which has {free[key]:,} MiB free",
+            )
+        free[key] -= need
+
+
+def _need_mib(host: ObservedHost, seat: Seat, total_mib: int) -> int | None:
+    """Memory the seat's engine will take on each of its GPUs."""
+    if seat.gpu_memory_utilization is not None:
+        return int(seat.gpu_memory_utilization * total_mib)
+    weights = _weights_mib(host, seat)
+    if weights is None or seat.kv_cache_bytes is None:
+        return None
+    return weights + seat.kv_cache_bytes // MIB + ENGINE_OVERHEAD_MIB
+
+
+def _weights_mib(host: ObservedHost, seat: Seat) -> int | None:
+    current = host.seat(seat.name)
+    if (
+        current is not None
+        and current.model == seat.model
+        and current.engine
+        and current.engine.weights_gib
+        and (current.tensor_parallel_size or 1) == len(seat.gpus)
+    ):
+        return int(current.engine.weights_gib * 1024)
+    info = host.models.get(seat.model.rstrip("/"))
+    if info is None or info.size_bytes is None:
+        return None
+    return info.size_bytes // len(seat.gpus) // MIB
+
+
+def _gateway_blockers(observation: Observation) -> Iterator[Blocker]:
+    gateway = observation.gateway
+    if gateway is None:
+        return
+    if not gateway.reachable or gateway.config is None:
+        yield Blocker(target="gateway", message=f"gateway config unavailable: {gateway.error}")

@@ -1,0 +1,67 @@
+"""Fingerprints of the observed facts a plan relies on, so a saved plan can go stale.
+
+`fingerprint` is computed when a plan is saved and again when `fleet apply PLAN` starts;
+`moved` names every fact whose fingerprint changed. Facts: each seat's container (id,
+state, image id and spec hash) or its absence, each touched GPU's free memory in whole
+GiB, each needed model directory's presence, and the gateway config's exact text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from fleet.names import HASH_LABEL
+from fleet.observed.models import Observation
+from fleet.plan.actions import Action, ActionKind
+from fleet.spec.models import DesiredFleet
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def fingerprint(
+    desired: DesiredFleet, observation: Observation, actions: tuple[Action, ...]
+) -> dict[str, str]:
+    """key -> short hash (or value) of every fact behind the actions."""
+    prints: dict[str, str] = {}
+    for action in actions:
+        if action.wave == 2:
+            gateway = observation.gateway
+            prints["gateway/config"] = _sha(gateway.config_text or "") if gateway else "absent"
+            continue
+        prints.update(_seat_prints(desired, observation, action))
+    return dict(sorted(prints.items()))
+
+
+def _seat_prints(desired: DesiredFleet, observation: Observation, action: Action) -> dict[str, str]:
+    prints: dict[str, str] = {}
+    host = observation.hosts.get(action.host)
+    if host is None:
+        return {f"host/{action.host}": "not observed"}
+    seat = host.seat(action.target)
+    key = f"host/{host.name}/seat/{action.target}"
+    if seat is None:
+        prints[key] = "absent"
+    else:
+        c = seat.container
+        prints[key] = _sha(f"{c.id} {c.state} {c.image_id} {c.labels.get(HASH_LABEL)}")
+    spec = desired.seats.get(action.target)
+    if spec is not None and action.kind is not ActionKind.REMOVE_SEAT:
+        for gpu in host.gpus:
+            if gpu.index in spec.gpus:
+                prints[f"host/{host.name}/gpu/{gpu.index}/free-gib"] = str(
+                    gpu.memory_free_mib // 1024
+                )
+        missing = spec.model.rstrip("/") in host.missing_paths
+        prints[f"host/{host.name}/model/{spec.model}"] = "missing" if missing else "present"
+    return prints
+
+
+def moved(saved: dict[str, str], now: dict[str, str]) -> list[str]:
+    """The keys whose fact changed since the plan was saved, with old and new values."""
+    return [
+        f"{key}: {saved[key]} -> {now.get(key, 'gone')}"
+        for key in sorted(saved)
+        if now.get(key) != saved[key]
+    ]

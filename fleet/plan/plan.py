@@ -1,0 +1,199 @@
+"""The plan: ordered actions that would make the live fleet match desired/, as data.
+
+`make_plan` is pure (desired/ + an `Observation` in, `Plan` out). Waves: 1 seats per
+host, 2 the gateway (alias changes, then its restart), 3 removals (only with prune).
+A seat in sync yields a no-op that says why. Blockers (a missing model, GPU memory that
+will not fit, a flag the image's vLLM does not know, an unreachable host) stop apply.
+The plan can be saved with the fingerprint of every fact it relied on (`fleet.fingerprint`).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from fleet.base import CoreModel
+from fleet.names import HASH_LABEL
+from fleet.observed.findings import Finding, find_issues
+from fleet.observed.models import Observation
+from fleet.plan import blockers
+from fleet.plan.actions import Action, ActionKind, Blocker, NoOp
+from fleet.plan.aliases import alias_actions
+from fleet.plan.diff import desired_shape, diff_seat, observed_shape
+from fleet.spec.models import DesiredFleet, Seat
+from fleet.units import format_bytes
+
+
+class Plan(CoreModel):
+    """Everything `fleet plan` found, and what `fleet apply` would do."""
+
+    created_at: str
+    desired_commit: str | None = None
+    actions: tuple[Action, ...] = ()
+    noops: tuple[NoOp, ...] = ()
+    blockers: tuple[Blocker, ...] = ()
+    findings: tuple[Finding, ...] = ()
+    drift: tuple[str, ...] = Field((), description="live vs the committed inventory")
+    only_seats: tuple[str, ...] = Field((), description="--seat: the seats this plan covers")
+    fingerprint: dict[str, str] = Field(default_factory=dict)
+
+    def count(self, kind: ActionKind) -> int:
+        """How many actions of one kind."""
+        return sum(1 for a in self.actions if a.kind is kind)
+
+    def summary(self) -> str:
+        """`N to create, N to replace, N to remove, N alias changes`."""
+        aliases = sum(
+            self.count(k)
+            for k in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS, ActionKind.REMOVE_ALIAS)
+        )
+        return (
+            f"{self.count(ActionKind.CREATE_SEAT)} to create, "
+            f"{self.count(ActionKind.REPLACE_SEAT)} to replace, "
+            f"{self.count(ActionKind.REMOVE_SEAT)} to remove, {aliases} alias changes"
+        )
+
+    @property
+    def empty(self) -> bool:
+        """True when there is nothing to do."""
+        return not self.actions
+
+
+def make_plan(
+    desired: DesiredFleet,
+    observation: Observation,
+    *,
+    prune: bool = False,
+    only_seats: frozenset[str] = frozenset(),
+    desired_commit: str | None = None,
+    drift: tuple[str, ...] = (),
+) -> Plan:
+    """The plan for the observed fleet; `only_seats` limits seat actions to those named."""
+    actions: list[Action] = []
+    noops: list[NoOp] = []
+    for name in sorted(desired.seats):
+        if only_seats and name not in only_seats:
+            continue
+        seat_actions, noop = _seat_action(desired, observation, name)
+        actions += seat_actions
+        noops += [noop] if noop else []
+    actions += alias_actions(desired, observation, wave=2, only=only_seats)
+    actions += _removals(desired, observation, prune, only_seats)
+    if not any(a.wave == 2 for a in actions) and observation.gateway is not None:
+        noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))
+    actions.sort(key=lambda a: (a.wave, a.host, a.kind != ActionKind.RESTART_GATEWAY, a.target))
+    _restart_last(actions)
+    return Plan(
+        only_seats=tuple(sorted(only_seats)),
+        created_at=observation.observed_at,
+        desired_commit=desired_commit,
+        actions=tuple(actions),
+        noops=tuple(noops),
+        blockers=tuple(blockers.find_blockers(desired, observation, actions)),
+        findings=tuple(find_issues(desired, observation)),
+        drift=drift,
+    )
+
+
+def _restart_last(actions: list[Action]) -> None:
+    restarts = [a for a in actions if a.kind is ActionKind.RESTART_GATEWAY]
+    for restart in restarts:
+        actions.remove(restart)
+        index = max((i for i, a in enumerate(actions) if a.wave <= 2), default=-1) + 1
+        actions.insert(index, restart)
+
+
+def describe(seat: Seat) -> str:
+    """One line a reviewer reads for a new seat: where, what, how big."""
+    gpus = ", ".join(map(str, seat.gpus))
+    budget = (
+        f"KV {format_bytes(seat.kv_cache_bytes)}"
+        if seat.kv_cache_bytes is not None
+        else f"gpu_memory_utilization {seat.gpu_memory_utilization}"
+    )
+    spec = seat.speculative
+    drafting = f", {spec.method} k={spec.num_tokens}" if spec else ""
+    return (
+        f"GPU {gpus}: {seat.model} as {seat.served_name}, context {seat.context:,}, "
+        f"{budget}{drafting}, port {seat.port}, {seat.image}"
+    )
+
+
+def _seat_action(
+    desired: DesiredFleet, observation: Observation, name: str
+) -> tuple[list[Action], NoOp | None]:
+    seat = desired.seats[name]
+    host = desired.hosts[seat.host]
+    found = observation.seat(name)
+    if found is None:
+        return [
+            Action(
+                kind=ActionKind.CREATE_SEAT,
+                target=name,
+                host=seat.host,
+                wave=1,
+                reasons=(f"no container for seat {name} on {seat.host}", describe(seat)),
+            )
+        ], None
+    live_host, live = found
+    if live_host.name != seat.host:
+        return [
+            Action(
+                kind=ActionKind.CREATE_SEAT,
+                target=name,
+                host=seat.host,
+                wave=1,
+                reasons=(f"moves from {live_host.name} to {seat.host}", describe(seat)),
+            ),
+            Action(
+                kind=ActionKind.REMOVE_SEAT,
+                target=name,
+                host=live_host.name,
+                wave=3,
+                reasons=(f"moved to {seat.host}",),
+            ),
+        ], None
+    changes = diff_seat(desired_shape(seat, host), observed_shape(live))
+    reasons = [] if live.container.running else [f"container is {live.container.state}"]
+    if changes or reasons:
+        reasons += [f"{c.field} changes" for c in changes]
+        return [
+            Action(
+                kind=ActionKind.REPLACE_SEAT,
+                target=name,
+                host=seat.host,
+                wave=1,
+                reasons=tuple(reasons),
+                changes=tuple(changes),
+            )
+        ], None
+    label = live.container.labels.get(HASH_LABEL, "?")
+    return [], NoOp(
+        target=name,
+        reason=f"in sync: running, spec hash {label} matches and "
+        "its argv carries every flag desired/ implies",
+    )
+
+
+def _removals(
+    desired: DesiredFleet, observation: Observation, prune: bool, only_seats: frozenset[str]
+) -> list[Action]:
+    if not prune:
+        return []
+    actions = []
+    for host in sorted(observation.hosts.values(), key=lambda h: h.name):
+        for seat in host.seats:
+            if (
+                seat.managed
+                and seat.name not in desired.seats
+                and (not only_seats or seat.name in only_seats)
+            ):
+                actions.append(
+                    Action(
+                        kind=ActionKind.REMOVE_SEAT,
+                        target=seat.name,
+                        host=host.name,
+                        wave=3,
+                        reasons=("not in desired/ (--prune)",),
+                    )
+                )
+    return actions

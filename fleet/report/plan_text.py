@@ -1,0 +1,151 @@
+"""Print a `Plan` for people: terminal lines (Terraform-like) and a PR comment in Markdown.
+
+Pure: returns text (terminal lines come with a style name the CLI maps to colours).
+The Markdown is kept under `MARKDOWN_LIMIT` characters, long parts truncated with a note.
+"""
+
+from __future__ import annotations
+
+import json
+
+from fleet.plan.actions import Action, ActionKind
+from fleet.plan.plan import Plan
+
+MARKDOWN_LIMIT = 60_000
+SYMBOL = {
+    ActionKind.CREATE_SEAT: ("+", "green"),
+    ActionKind.ADD_ALIAS: ("+", "green"),
+    ActionKind.REPLACE_SEAT: ("~", "yellow"),
+    ActionKind.RETARGET_ALIAS: ("~", "yellow"),
+    ActionKind.RESTART_GATEWAY: ("~", "yellow"),
+    ActionKind.REMOVE_SEAT: ("-", "red"),
+    ActionKind.REMOVE_ALIAS: ("-", "red"),
+}
+WAVES = {1: "seats", 2: "gateway", 3: "removals"}
+Line = tuple[str, str]  # (style, text)
+
+
+def title(action: Action) -> str:
+    """`seat sec on tower`, `alias chat`, `gateway restart`."""
+    noun = action.kind.value.split("-", 1)[1]
+    if noun == "gateway":
+        return f"restart gateway on {action.host}"
+    return f"{noun} {action.target}" + (f" on {action.host}" if noun == "seat" else "")
+
+
+def _value(value: object) -> str:
+    return json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
+
+
+def plan_lines(plan: Plan) -> list[Line]:
+    """The plan as styled terminal lines."""
+    lines: list[Line] = [("bold", f"Plan: {plan.summary()}")]
+    for wave, name in WAVES.items():
+        actions = [a for a in plan.actions if a.wave == wave]
+        if actions:
+            lines.append(("bold", f"\nWave {wave}: {name}"))
+        for action in actions:
+            symbol, style = SYMBOL[action.kind]
+            lines.append((style, f"  {symbol} {title(action)}"))
+            lines += [
+                ("dim", f"      {reason}")
+                for reason in action.reasons
+                if not reason.endswith(" changes")
+            ]
+            lines += [
+                ("yellow", f"      ~ {c.field}: {_value(c.old)} -> {_value(c.new)}")
+                for c in action.changes
+            ]
+    if plan.noops:
+        lines.append(("bold", "\nIn sync"))
+        lines += [("dim", f"  = {n.target}: {n.reason}") for n in plan.noops]
+    lines += _tail_lines(plan)
+    return lines
+
+
+def _tail_lines(plan: Plan) -> list[Line]:
+    lines: list[Line] = []
+    if plan.blockers:
+        lines.append(("bold red", "\nBlockers (apply refuses this plan)"))
+        lines += [("red", f"  ! {b.target}: {b.message}") for b in plan.blockers]
+    if plan.findings:
+        lines.append(("bold", "\nFindings"))
+        lines += [
+            (
+                "red" if f.severity == "error" else "yellow" if f.severity == "warning" else "dim",
+                f"  {f.severity} {f.kind.value} {f.target}: {f.message}",
+            )
+            for f in plan.findings
+        ]
+    if plan.drift:
+        lines.append(("bold", "\nDrift (the live fleet differs from the committed inventory)"))
+        lines += [("magenta", f"  {d}") for d in plan.drift]
+    return lines
+
+
+def plan_markdown(plan: Plan) -> str:
+    """A PR comment: summary table, per-seat details collapsed, findings; size-bounded."""
+    head = [
+        "## fleet plan",
+        "",
+        f"**{plan.summary()}**"
+        + (f" at `{plan.desired_commit[:12]}`" if plan.desired_commit else ""),
+        "",
+    ]
+    if plan.blockers:
+        head += ["> [!CAUTION]", "> Apply refuses this plan:"]
+        head += [f"> - `{b.target}`: {b.message}" for b in plan.blockers] + [""]
+    head += ["| | action | target | why |", "|---|---|---|---|"]
+    head += [
+        f"| {SYMBOL[a.kind][0]} | {a.kind.value} | `{a.target}` | "
+        f"{'; '.join(a.reasons).replace('|', '/')} |"
+        for a in plan.actions
+    ]
+    if not plan.actions:
+        head.append("| = | none | | everything is in sync |")
+    body = [_details(a) for a in plan.actions if a.changes]
+    tail = _markdown_tail(plan)
+    return _fit("\n".join(head) + "\n", body, tail)
+
+
+def _details(action: Action) -> str:
+    rows = "\n".join(
+        f"| `{c.field}` | `{_value(c.old)}` | `{_value(c.new)}` |" for c in action.changes
+    )
+    return (
+        f"\n<details><summary>{title(action)}: {len(action.changes)} field(s)</summary>\n\n"
+        f"| field | now | desired |\n|---|---|---|\n{rows}\n\n</details>\n"
+    )
+
+
+def _markdown_tail(plan: Plan) -> str:
+    parts = []
+    if plan.findings:
+        parts += ["\n### Findings\n"] + [
+            f"- **{f.kind.value}** `{f.target}`: {f.message}" for f in plan.findings
+        ]
+    if plan.drift:
+        parts += ["\n### Drift from the committed inventory\n", "```diff", *plan.drift, "```"]
+    if plan.noops:
+        parts += ["\n<details><summary>In sync</summary>\n"]
+        parts += [f"- `{n.target}`: {n.reason}" for n in plan.noops] + ["\n</details>"]
+    return "\n".join(parts) + "\n"
+
+
+def _fit(head: str, body: list[str], tail: str) -> str:
+    """Join the parts, dropping details and then cutting the tail to stay under the limit."""
+    note = "\n_Truncated to stay under GitHub's comment limit; run `fleet plan` for all._\n"
+    text = head
+    for index, part in enumerate(body):
+        if len(text) + len(part) + len(tail) + len(note) > MARKDOWN_LIMIT:
+            return _cut(
+                text + f"\n_{len(body) - index} more detail section(s) left out._\n" + tail, note
+            )
+        text += part
+    return _cut(text + tail, note)
+
+
+def _cut(text: str, note: str) -> str:
+    if len(text) <= MARKDOWN_LIMIT:
+        return text
+    return text[: MARKDOWN_LIMIT - len(note)] + note

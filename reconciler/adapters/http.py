@@ -1,0 +1,110 @@
+"""Plain HTTP/1.1 requests, either over an SSH direct-tcpip channel or straight to a URL.
+
+Used to probe engines and gateway backends *from the host that would reach them* (a
+channel of that host's SSH connection), and to verify aliases through the proxy.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from typing import Any
+
+from fleet.errors import HostError, HostUnreachable
+from reconciler.adapters.ssh import HostConnection
+
+
+@dataclass(frozen=True)
+class HttpReply:
+    """Status and body of one HTTP exchange."""
+
+    status: int
+    body: str
+
+    def json(self) -> Any:
+        """The body as JSON; None if it is not JSON."""
+        try:
+            return json.loads(self.body)
+        except json.JSONDecodeError:
+            return None
+
+
+def request_via(
+    conn: HostConnection,
+    address: str,
+    port: int,
+    method: str,
+    path: str,
+    body: Any = None,
+    timeout: float = 10.0,
+) -> HttpReply:
+    """One request to address:port opened from the host of `conn`."""
+    channel = conn.open_tcp(address, port, timeout=timeout)
+    conn.journal.append(("http", f"{method} {address}:{port}{path}"))
+    payload = json.dumps(body).encode() if body is not None else b""
+    head = (
+        f"{method} {path} HTTP/1.1\r\nHost: {address}:{port}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+    )
+    try:
+        channel.settimeout(timeout)
+        channel.sendall(head.encode() + payload)
+        raw = bytearray()
+        while chunk := channel.recv(65536):
+            raw.extend(chunk)
+    except OSError as err:
+        raise HostUnreachable(
+            f"{address}:{port} did not answer {method} {path}: {err}", where=conn.target.name
+        ) from err
+    finally:
+        channel.close()
+    return _parse_reply(bytes(raw), conn.target.name)
+
+
+def _parse_reply(raw: bytes, where: str) -> HttpReply:
+    head, _, body = raw.partition(b"\r\n\r\n")
+    lines = head.decode(errors="replace").split("\r\n")
+    parts = lines[0].split(" ", 2) if lines else []
+    if len(parts) < 2 or not parts[1].isdigit():
+        raise HostError(f"not an HTTP reply: {lines[0][:80] if lines else 'empty'}", where=where)
+    if any(line.lower().startswith("transfer-encoding: chunked") for line in lines):
+        body = _unchunk(body)
+    return HttpReply(int(parts[1]), body.decode(errors="replace"))
+
+
+def _unchunk(body: bytes) -> bytes:
+    out = bytearray()
+    while body:
+        size_line, _, rest = body.partition(b"\r\n")
+        size = int(size_line.split(b";")[0] or b"0", 16)
+        if size == 0:
+            break
+        out += rest[:size]
+        body = rest[size + 2 :]
+    return bytes(out)
+
+
+def request_url(
+    url: str,
+    method: str = "GET",
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> HttpReply:
+    """One request straight from this machine (the gateway URL)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return HttpReply(reply.status, reply.read().decode(errors="replace"))
+    except urllib.error.HTTPError as err:
+        return HttpReply(err.code, err.read().decode(errors="replace"))
+    except (urllib.error.URLError, OSError) as err:
+        raise HostUnreachable(f"{url} does not answer: {err}") from err

@@ -1,0 +1,252 @@
+"""One SSH connection per host (paramiko): commands, SFTP and TCP channels over it.
+
+Used by observe and apply. Host aliases are resolved through an ssh_config file; host keys
+are checked against known_hosts with paramiko's RejectPolicy, so an unknown or changed key
+is an error, never a prompt. paramiko's exceptions are mapped to `HostError`s here.
+Every operation is appended to `journal`, which the read-only tests inspect.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import stat
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import paramiko
+
+from fleet.errors import HostAuthError, HostError, HostUnreachable
+from fleet.spec.models import Host
+
+# paramiko logs refused channels and failed handshakes itself; fleet reports them once, as
+# HostErrors, so its own logger stays quiet.
+logging.getLogger("paramiko").setLevel(logging.CRITICAL)
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where and as whom to connect, after ssh_config resolution."""
+
+    name: str
+    hostname: str
+    port: int
+    user: str
+    key_files: tuple[str, ...]
+    known_hosts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """What a remote command printed and how it exited."""
+
+    exit_status: int
+    stdout: str
+    stderr: str
+
+
+def ssh_config_path(configured: str | None) -> Path | None:
+    """$FLEET_SSH_CONFIG, else fleet.yaml's ssh.config_file, else ~/.ssh/config if present."""
+    chosen = os.environ.get("FLEET_SSH_CONFIG") or configured or "~/.ssh/config"
+    path = Path(chosen).expanduser()
+    return path if path.is_file() else None
+
+
+def resolve_target(host: Host, config_file: Path | None) -> SshTarget:
+    """Apply the ssh_config entry of the host's alias (HostName, Port, User, keys)."""
+    entry: dict[str, object] = {}
+    if config_file is not None:
+        config = paramiko.SSHConfig.from_path(str(config_file))
+        entry = dict(config.lookup(host.ssh.alias or host.ssh.address or host.name))
+    hostname = str(entry.get("hostname") or host.ssh.address or host.ssh.alias)
+    known = entry.get("userknownhostsfile") or "~/.ssh/known_hosts"
+    keys = entry.get("identityfile") or []
+    return SshTarget(
+        name=host.name,
+        hostname=hostname,
+        port=host.ssh.port or int(str(entry.get("port") or 22)),
+        user=host.ssh.user or str(entry.get("user") or "root"),
+        key_files=tuple(os.path.expanduser(str(k)) for k in keys),  # type: ignore[attr-defined]
+        known_hosts=tuple(os.path.expanduser(p) for p in str(known).split()),
+    )
+
+
+@dataclass
+class HostConnection:
+    """An open SSH connection to one host."""
+
+    target: SshTarget
+    timeout: float = 15.0
+    journal: list[tuple[str, str]] = field(default_factory=list)
+    _client: paramiko.SSHClient | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def connect(self) -> HostConnection:
+        """Open the connection; HostUnreachable or HostAuthError on failure."""
+        client = paramiko.SSHClient()
+        for path in self.target.known_hosts:
+            if os.path.exists(path):
+                client.load_host_keys(path)
+        client.set_missing_host_key_policy(paramiko.RejectPolicy())
+        try:
+            client.connect(
+                self.target.hostname,
+                port=self.target.port,
+                username=self.target.user,
+                key_filename=list(self.target.key_files) or None,  # type: ignore[arg-type]
+                look_for_keys=False,
+                allow_agent=False,
+                timeout=self.timeout,
+                banner_timeout=self.timeout,
+                auth_timeout=self.timeout,
+            )
+        except paramiko.BadHostKeyException as err:
+            raise HostAuthError(
+                f"host key CHANGED for {self._where()}: refusing to connect "
+                "(if expected, update known_hosts)",
+                where=self.target.name,
+            ) from err
+        except paramiko.AuthenticationException as err:
+            raise HostAuthError(
+                f"client key refused by {self._where()}", where=self.target.name
+            ) from err
+        except paramiko.SSHException as err:
+            if "known_hosts" in str(err):
+                raise HostAuthError(
+                    f"host key of {self._where()} is not in known_hosts "
+                    f"({', '.join(self.target.known_hosts)})",
+                    where=self.target.name,
+                ) from err
+            raise HostUnreachable(
+                f"SSH to {self._where()} failed: {err}", where=self.target.name
+            ) from err
+        except (TimeoutError, OSError) as err:
+            raise HostUnreachable(
+                f"cannot reach {self._where()}: {err}", where=self.target.name
+            ) from err
+        self._client = client
+        self.journal.append(("connect", self._where()))
+        return self
+
+    def _where(self) -> str:
+        return f"{self.target.user}@{self.target.hostname}:{self.target.port}"
+
+    @property
+    def client(self) -> paramiko.SSHClient:
+        """The underlying paramiko client (connected)."""
+        if self._client is None:
+            raise HostError("not connected", where=self.target.name)
+        return self._client
+
+    def close(self) -> None:
+        """Close the connection."""
+        if self._client is not None:
+            self._client.close()
+            self._client = None
+
+    def __enter__(self) -> HostConnection:
+        return self.connect() if self._client is None else self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def run(
+        self, command: str, *, stdin: str | None = None, timeout: float | None = None
+    ) -> CommandResult:
+        """Run one command; its exit status is returned, not raised."""
+        self.journal.append(("exec", command))
+        try:
+            channel = self.client.get_transport().open_session()  # type: ignore[union-attr]
+            channel.settimeout(timeout or max(self.timeout, 120.0))
+            channel.exec_command(command)
+            if stdin is not None:
+                channel.sendall(stdin.encode())
+            channel.shutdown_write()
+            stdout, stderr = _drain(channel)
+            status = channel.recv_exit_status()
+        except (TimeoutError, paramiko.SSHException, OSError) as err:
+            raise HostUnreachable(
+                f"command failed on {self.target.name}: {err}", where=self.target.name
+            ) from err
+        return CommandResult(
+            status, stdout.decode(errors="replace"), stderr.decode(errors="replace")
+        )
+
+    def check(self, command: str, *, stdin: str | None = None, timeout: float | None = None) -> str:
+        """Run a command that must succeed; HostError naming its stderr otherwise."""
+        result = self.run(command, stdin=stdin, timeout=timeout)
+        if result.exit_status != 0:
+            reason = (result.stderr.strip() or result.stdout.strip()).splitlines()
+            raise HostError(
+                f"`{command.split()[0]}` exited {result.exit_status}: "
+                f"{reason[-1] if reason else 'no output'}",
+                where=self.target.name,
+            )
+        return result.stdout
+
+    def read_file(self, path: str) -> str | None:
+        """A remote file's text over SFTP; None if it does not exist."""
+        self.journal.append(("sftp-read", path))
+        try:
+            with self.client.open_sftp() as sftp, sftp.open(path, "r") as handle:
+                return handle.read().decode()
+        except FileNotFoundError:
+            return None
+        except (paramiko.SSHException, OSError) as err:
+            raise HostError(f"cannot read {path}: {err}", where=self.target.name) from err
+
+    def write_file_atomic(self, path: str, text: str, mode: int = 0o644) -> None:
+        """Write via a temporary file in the same directory, then rename over `path`."""
+        self.journal.append(("sftp-write", path))
+        temporary = f"{path}.fleet-tmp"
+        try:
+            with self.client.open_sftp() as sftp:
+                with sftp.open(temporary, "w") as handle:
+                    handle.write(text.encode())
+                sftp.chmod(temporary, mode)
+                sftp.posix_rename(temporary, path)
+        except (paramiko.SSHException, OSError) as err:
+            raise HostError(f"cannot write {path}: {err}", where=self.target.name) from err
+
+    def exists(self, path: str) -> bool:
+        """True if a remote path exists (SFTP stat)."""
+        self.journal.append(("sftp-stat", path))
+        try:
+            with self.client.open_sftp() as sftp:
+                return stat.S_IFMT(sftp.stat(path).st_mode or 0) != 0
+        except FileNotFoundError:
+            return False
+
+    def open_tcp(self, address: str, port: int, timeout: float = 5.0) -> paramiko.Channel:
+        """A TCP stream to address:port opened from the host itself (direct-tcpip)."""
+        self.journal.append(("tcp", f"{address}:{port}"))
+        transport = self.client.get_transport()
+        assert transport is not None
+        try:
+            return transport.open_channel(
+                "direct-tcpip", (address, port), ("127.0.0.1", 0), timeout=timeout
+            )
+        except (paramiko.SSHException, OSError) as err:
+            # paramiko words the same refusal differently from run to run; say it one way
+            raise HostUnreachable(
+                f"connection to {address}:{port} refused (from {self.target.name})",
+                where=self.target.name,
+            ) from err
+
+
+def _drain(channel: paramiko.Channel) -> tuple[bytes, bytes]:
+    """Read stdout and stderr to their ends at once, so neither can block the other."""
+    err = bytearray()
+
+    def read_stderr() -> None:
+        while chunk := channel.recv_stderr(65536):
+            err.extend(chunk)
+
+    reader = threading.Thread(target=read_stderr, daemon=True)
+    reader.start()
+    out = bytearray()
+    while chunk := channel.recv(65536):
+        out.extend(chunk)
+    reader.join()
+    return bytes(out), bytes(err)

@@ -1,0 +1,310 @@
+"""Execute a plan: seats wave by wave behind health gates, then the gateway, then removals.
+
+Called by `fleet apply`. Every touched host is locked first. A seat counts as changed only
+once its health gate passes; gateway aliases move only after their seats are healthy. On
+any failure everything this apply changed is put back (compose files, the services they
+define, the gateway config) and verified, and `ApplyError("rolled back: <cause>")` says so.
+Each step is recorded in the host's journal.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from fleet.errors import ApplyError, FleetError, PlanError
+from fleet.facts.argv import parse_engine_argv
+from fleet.plan.actions import Action, ActionKind
+from fleet.plan.health import HealthState
+from fleet.plan.plan import Plan
+from fleet.render.compose import compose_path
+from fleet.render.gateway import render_gateway_config
+from fleet.render.yamltext import load_yaml
+from fleet.spec.models import DesiredFleet, Gateway
+from reconciler.adapters.connections import Connections
+from reconciler.workflows import gateway as gateway_ops
+from reconciler.workflows import locks
+from reconciler.workflows import seats as seat_ops
+from reconciler.workflows.drain import drain
+
+
+@dataclass(frozen=True)
+class ApplyOptions:
+    """Time limits of apply's waits, in seconds."""
+
+    seat_timeout: float = 900.0
+    gateway_timeout: float = 120.0
+    drain_timeout: float = 120.0
+
+
+class Reporter(Protocol):
+    """Where apply says what it does."""
+
+    def step(self, message: str) -> None: ...
+
+    def waiting(self, reason: str, seconds: float) -> None: ...
+
+
+@dataclass
+class Undo:
+    """What apply changed so far, to put back on failure."""
+
+    composes: dict[str, str | None] = field(default_factory=dict)
+    created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    replaced: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    gateway_previous: str | None = None
+
+
+def apply_plan(
+    fleet: DesiredFleet,
+    connections: Connections,
+    plan: Plan,
+    options: ApplyOptions,
+    reporter: Reporter,
+) -> list[str]:
+    """Apply every action of the plan; the list of what changed."""
+    if plan.blockers:
+        raise PlanError(
+            "the plan has blockers: " + "; ".join(f"{b.target}: {b.message}" for b in plan.blockers)
+        )
+    key = (
+        gateway_ops.master_key(fleet.gateway)
+        if fleet.gateway and any(a.wave == 2 for a in plan.actions)
+        else None
+    )
+    hosts = sorted({a.host for a in plan.actions})
+    taken: list[str] = []
+    try:
+        for name in hosts:
+            locks.acquire(connections.get(name), fleet.hosts[name])
+            taken.append(name)
+            locks.record(connections.get(name), fleet.hosts[name], "begin", summary=plan.summary())
+        done = _run(fleet, connections, plan, options, reporter, key)
+        for name in hosts:
+            locks.record(connections.get(name), fleet.hosts[name], "finished")
+        return done
+    finally:
+        for name in taken:
+            locks.release(connections.get(name), fleet.hosts[name])
+
+
+def _run(
+    fleet: DesiredFleet,
+    connections: Connections,
+    plan: Plan,
+    options: ApplyOptions,
+    reporter: Reporter,
+    key: str | None,
+) -> list[str]:
+    undo = Undo()
+    done: list[str] = []
+    try:
+        done += _apply_seats(fleet, connections, plan.actions, options, reporter, undo)
+        done += _apply_gateway(
+            fleet,
+            connections,
+            plan.actions,
+            options,
+            reporter,
+            undo,
+            key,
+            frozenset(plan.only_seats),
+        )
+        done += _apply_removals(fleet, connections, plan.actions, options, reporter)
+    except FleetError as failure:
+        reporter.step(f"failed: {failure}; rolling back")
+        restored = rollback(fleet, connections, undo, options, reporter)
+        for name in sorted({a.host for a in plan.actions}):
+            locks.record(
+                connections.get(name), fleet.hosts[name], "rolled-back", cause=str(failure)
+            )
+        raise ApplyError(f"rolled back: {failure}", rolled_back=restored) from failure
+    return done
+
+
+def _by_host(actions: tuple[Action, ...], wave: int) -> dict[str, list[Action]]:
+    grouped: dict[str, list[Action]] = defaultdict(list)
+    for action in actions:
+        if action.wave == wave:
+            grouped[action.host].append(action)
+    return dict(sorted(grouped.items()))
+
+
+def _apply_seats(
+    fleet: DesiredFleet,
+    connections: Connections,
+    actions: tuple[Action, ...],
+    options: ApplyOptions,
+    reporter: Reporter,
+    undo: Undo,
+) -> list[str]:
+    done = []
+    for host_name, group in _by_host(actions, 1).items():
+        host, conn = fleet.hosts[host_name], connections.get(host_name)
+        current = conn.read_file(compose_path(host))
+        text = seat_ops.merged_compose(
+            fleet, host, current, {a.target: seat_ops.rendered(fleet, a.target) for a in group}
+        )
+        reporter.step(f"{host_name}: upload {compose_path(host)}")
+        seat_ops.upload_compose(conn, host, text, current)
+        undo.composes.setdefault(host_name, current)
+        for action in group:
+            verb = "create" if action.kind is ActionKind.CREATE_SEAT else "replace"
+            reporter.step(f"{host_name}: {verb} seat {action.target}")
+            (undo.created if verb == "create" else undo.replaced)[host_name].append(action.target)
+            seat_ops.start_service(conn, fleet, host, action.target)
+            verdict = seat_ops.wait_healthy(
+                connections, fleet, action.target, options.seat_timeout, reporter.waiting
+            )
+            if verdict.state is not HealthState.HEALTHY:
+                raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
+            reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
+            locks.record(conn, host, f"{verb}-seat", target=action.target)
+            done.append(f"{verb} seat {action.target} on {host_name}")
+    return done
+
+
+def _apply_gateway(
+    fleet: DesiredFleet,
+    connections: Connections,
+    actions: tuple[Action, ...],
+    options: ApplyOptions,
+    reporter: Reporter,
+    undo: Undo,
+    key: str | None,
+    only_seats: frozenset[str],
+) -> list[str]:
+    group = [a for a in actions if a.wave == 2]
+    gateway = fleet.gateway
+    if not group or gateway is None:
+        return []
+    conn = connections.get(gateway.host)
+    current = conn.read_file(gateway.config_path)
+    if current is None:
+        raise ApplyError(f"{gateway.config_path} vanished from {gateway.host}")
+    reporter.step(f"{gateway.host}: edit {gateway.config_path}")
+    undo.gateway_previous = current
+    gateway_ops.upload_config(conn, gateway, render_gateway_config(current, fleet, only_seats))
+    reporter.step(f"{gateway.host}: restart the gateway")
+    gateway_ops.restart(conn, gateway)
+    moved = {
+        a.target: _chats(fleet, a.target)
+        for a in group
+        if a.kind in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS)
+    }
+    gateway_ops.verify_aliases(gateway, moved, key, options.gateway_timeout, reporter.waiting)
+    locks.record(conn, fleet.hosts[gateway.host], "gateway", aliases=",".join(sorted(moved)))
+    return [
+        f"{a.kind.value.replace('-', ' ')} {a.target}"
+        for a in group
+        if a.kind is not ActionKind.RESTART_GATEWAY
+    ]
+
+
+def _chats(fleet: DesiredFleet, alias: str) -> bool:
+    """Whether an alias's seat answers chat completions (pooling seats do not)."""
+    seat = next(s for s in fleet.seats.values() if alias in s.aliases)
+    return "pooling" not in seat.extra_args
+
+
+def _apply_removals(
+    fleet: DesiredFleet,
+    connections: Connections,
+    actions: tuple[Action, ...],
+    options: ApplyOptions,
+    reporter: Reporter,
+) -> list[str]:
+    done = []
+    for host_name, group in _by_host(actions, 3).items():
+        host, conn = fleet.hosts[host_name], connections.get(host_name)
+        for action in group:
+            reporter.step(f"{host_name}: drain seat {action.target}")
+            drain(conn, host, action.target, options.drain_timeout, reporter)
+            reporter.step(f"{host_name}: remove seat {action.target}")
+            seat_ops.stop_service(conn, fleet, host, action.target)
+            current = conn.read_file(compose_path(host))
+            text = seat_ops.merged_compose(fleet, host, current, {action.target: None})
+            seat_ops.upload_compose(conn, host, text, current)
+            locks.record(conn, host, "remove-seat", target=action.target)
+            done.append(f"remove seat {action.target} on {host_name}")
+    return done
+
+
+def rollback(
+    fleet: DesiredFleet,
+    connections: Connections,
+    undo: Undo,
+    options: ApplyOptions,
+    reporter: Reporter,
+) -> list[str]:
+    """Put back what `undo` recorded; what was restored (failures to restore included)."""
+    restored: list[str] = []
+    gateway = fleet.gateway
+    if undo.gateway_previous is not None and gateway is not None:
+        restored.append(_restore_gateway(connections, gateway, undo.gateway_previous, reporter))
+    for host_name, previous in undo.composes.items():
+        host, conn = fleet.hosts[host_name], connections.get(host_name)
+        for service in undo.created[host_name]:
+            reporter.step(f"{host_name}: remove new seat {service}")
+            _try(restored, seat_ops.stop_service, conn, fleet, host, service)
+        seat_ops.restore_compose(conn, host, previous)
+        restored.append(f"compose file on {host_name}")
+        for service in undo.replaced[host_name]:
+            reporter.step(f"{host_name}: restart the previous seat {service}")
+            _try(restored, seat_ops.start_service, conn, fleet, host, service)
+            restored.append(
+                _await_previous(
+                    connections, fleet, host_name, service, _port_in(previous, service), options
+                )
+            )
+    return restored
+
+
+def _restore_gateway(
+    connections: Connections, gateway: Gateway, previous: str, reporter: Reporter
+) -> str:
+    conn = connections.get(gateway.host)
+    reporter.step(f"{gateway.host}: put the previous gateway config back")
+    conn.write_file_atomic(gateway.config_path, previous)
+    try:
+        gateway_ops.restart(conn, gateway)
+    except FleetError as err:
+        return f"gateway config restored, but its restart failed: {err}"
+    return "gateway config"
+
+
+def _try(notes: list[str], step: Callable[..., None], *args: object) -> None:
+    """Run one rollback step; a failure is noted, and the rollback goes on."""
+    try:
+        step(*args)
+    except FleetError as err:
+        notes.append(f"rollback step failed: {err}")
+
+
+def _port_in(compose_text: str | None, service: str) -> int | None:
+    """The --port of a service in a compose file."""
+    tree = load_yaml(compose_text) if compose_text else None
+    definition = ((tree or {}).get("services") or {}).get(service) or {}
+    argv = [*(definition.get("entrypoint") or []), *(definition.get("command") or [])]
+    return parse_engine_argv([str(a) for a in argv]).port
+
+
+def _await_previous(
+    connections: Connections,
+    fleet: DesiredFleet,
+    host_name: str,
+    service: str,
+    port: int | None,
+    options: ApplyOptions,
+) -> str:
+    """Wait until the restored seat answers /health again."""
+    host, conn = fleet.hosts[host_name], connections.get(host_name)
+    deadline = time.monotonic() + options.seat_timeout
+    while port is not None and time.monotonic() < deadline:
+        if seat_ops.endpoints(conn, host, port).health_status == 200:
+            return f"seat {service} on {host_name} (serving again)"
+        time.sleep(2.0)
+    return f"seat {service} on {host_name} (restarted, not verified)"

@@ -1,0 +1,70 @@
+"""Per-host apply locks and the apply journal, both files in the host's compose directory.
+
+A lock is created atomically on the host (the shell's noclobber: `set -C`), holding who
+took it, with which command and when; a second apply on a locked host fails with that
+information, and `fleet unlock HOST --force` removes it. The journal is a JSON-lines
+file of completed steps; an interrupted apply leaves it open, and `fleet plan` says so.
+"""
+
+from __future__ import annotations
+
+import getpass
+import json
+import os
+import shlex
+import socket
+import sys
+from datetime import UTC, datetime
+
+from fleet import names
+from fleet.errors import LockError
+from fleet.spec.models import Host
+from reconciler.adapters.ssh import HostConnection
+
+
+def lock_path(host: Host) -> str:
+    """Where a host's lock lives."""
+    return names.lock_path(host.compose_dir)
+
+
+def journal_path(host: Host) -> str:
+    """Where a host's apply journal lives."""
+    return names.journal_path(host.compose_dir)
+
+
+def holder() -> str:
+    """One line saying who is applying: user@machine, pid, command, time."""
+    now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
+    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} `{command}` since {now}"
+
+
+def acquire(conn: HostConnection, host: Host) -> None:
+    """Take the host's lock, or LockError naming who holds it."""
+    path = shlex.quote(lock_path(host))
+    directory = shlex.quote(host.compose_dir)
+    result = conn.run(
+        f"mkdir -p {directory} && (set -C; printf '%s\\n' "
+        f"{shlex.quote(holder())} > {path}) 2>/dev/null"
+    )
+    if result.exit_status != 0:
+        held = conn.read_file(lock_path(host)) or "unknown holder"
+        raise LockError(
+            f"{host.name} is locked by {held.strip()}; if that apply is gone, "
+            f"run `fleet unlock {host.name} --force`",
+            where=host.name,
+        )
+
+
+def release(conn: HostConnection, host: Host) -> None:
+    """Drop the host's lock."""
+    conn.run(f"rm -f {shlex.quote(lock_path(host))}")
+
+
+def record(conn: HostConnection, host: Host, step: str, **details: str) -> None:
+    """Append one completed step to the host's journal."""
+    line = json.dumps(
+        {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "step": step, **details},
+        sort_keys=True,
+    )
+    conn.check(f"printf '%s\\n' {shlex.quote(line)} >> {shlex.quote(journal_path(host))}")

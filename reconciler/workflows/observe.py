@@ -1,0 +1,128 @@
+"""Observe the live fleet read-only: every host in parallel, then the gateway.
+
+Each host costs one SSH connection and one round trip for all of its facts (the fact
+script), plus, on the gateway host, one SFTP read of the LiteLLM config and one
+direct-tcpip probe per backend, made from the gateway host's own network. A host that
+fails is reported as unreachable; the others are still observed.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from urllib.parse import urlsplit
+
+from fleet.errors import FleetError
+from fleet.facts.script import fact_script
+from fleet.observed.assemble import assemble_host
+from fleet.observed.gateway_config import parse_gateway_config
+from fleet.observed.models import BackendProbe, Observation, ObservedGateway, ObservedHost
+from fleet.spec.models import DesiredFleet, Gateway
+from reconciler.adapters.connections import Connections
+from reconciler.adapters.http import request_via
+from reconciler.adapters.ssh import HostConnection
+
+
+def observe_fleet(
+    desired: DesiredFleet, connections: Connections, hosts: list[str] | None = None
+) -> Observation:
+    """The whole fleet (or the named hosts), observed in parallel."""
+    names = sorted(hosts or desired.hosts)
+    with ThreadPoolExecutor(max_workers=max(len(names), 1)) as pool:
+        observed = dict(
+            zip(
+                names, pool.map(lambda n: _observe_one(desired, connections, n), names), strict=True
+            )
+        )
+    gateway = None
+    if desired.gateway is not None and (hosts is None or desired.gateway.host in names):
+        gateway = observe_gateway(desired.gateway, connections)
+    return Observation(observed_at=_now(), hosts=observed, gateway=gateway)
+
+
+def _now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _observe_one(desired: DesiredFleet, connections: Connections, name: str) -> ObservedHost:
+    try:
+        return observe_host(desired, connections.get(name), name)
+    except FleetError as err:
+        return ObservedHost(name=name, reachable=False, error=err.message)
+
+
+def observe_host(desired: DesiredFleet, conn: HostConnection, name: str) -> ObservedHost:
+    """All facts of one host, in one round trip."""
+    spec = desired.hosts[name]
+    paths = [s.model for s in desired.seats_on(name)]
+    paths += [
+        s.speculative.draft_model
+        for s in desired.seats_on(name)
+        if s.speculative and s.speculative.draft_model
+    ]
+    result = conn.run("sh -s", stdin=fact_script(spec.models_root, paths, spec.compose_dir))
+    observed = assemble_host(name, result.stdout)
+    if not spec.gpus and observed.gpu_error:
+        observed = observed.model_copy(update={"gpu_error": None})
+    return observed
+
+
+def observe_gateway(gateway: Gateway, connections: Connections) -> ObservedGateway:
+    """The gateway's config and whether each backend answers from the gateway host."""
+    try:
+        conn = connections.get(gateway.host)
+        text = conn.read_file(gateway.config_path)
+    except FleetError as err:
+        return ObservedGateway(
+            host=gateway.host, config_path=gateway.config_path, reachable=False, error=err.message
+        )
+    if text is None:
+        return ObservedGateway(
+            host=gateway.host,
+            config_path=gateway.config_path,
+            error=f"{gateway.config_path} does not exist on {gateway.host}",
+        )
+    try:
+        config = parse_gateway_config(text)
+    except FleetError as err:
+        return ObservedGateway(
+            host=gateway.host, config_path=gateway.config_path, config_text=text, error=err.message
+        )
+    bases = sorted({e.api_base for e in config.entries if e.api_base})
+    with ThreadPoolExecutor(max_workers=max(min(len(bases), 8), 1)) as pool:
+        probes = dict(zip(bases, pool.map(lambda b: probe_backend(conn, b), bases), strict=True))
+    return ObservedGateway(
+        host=gateway.host,
+        config_path=gateway.config_path,
+        config_text=text,
+        config=config,
+        probes=probes,
+    )
+
+
+def probe_backend(conn: HostConnection, api_base: str) -> BackendProbe:
+    """GET <api_base>/models from the gateway host: does it answer, what does it serve."""
+    parts = urlsplit(api_base)
+    if parts.hostname is None or parts.scheme not in ("http", "https"):
+        return BackendProbe(
+            api_base=api_base, answers=False, error="not an http URL (environment reference?)"
+        )
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        reply = request_via(
+            conn, parts.hostname, port, "GET", parts.path.rstrip("/") + "/models", timeout=5.0
+        )
+    except FleetError as err:
+        return BackendProbe(api_base=api_base, answers=False, error=err.message)
+    data = reply.json()
+    models = (
+        tuple(sorted(str(m.get("id")) for m in (data or {}).get("data", []) if isinstance(m, dict)))
+        if isinstance(data, dict)
+        else ()
+    )
+    return BackendProbe(
+        api_base=api_base,
+        answers=reply.status == 200,
+        models=models,
+        error=None if reply.status == 200 else f"HTTP {reply.status}",
+    )
