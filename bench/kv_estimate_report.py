@@ -1,6 +1,6 @@
 """Compare the KV-token estimate from a config.json with the tokens vLLM logged.
 
-For every log in the recorded corpus (../shared/corpus/vllm-logs) that has the config of
+For every log in the recorded corpus (tests/corpus/vllm-logs) that has the config of
 the same model architecture in the corpus (model-configs), print the per-GPU KV memory
 the log states, the estimated KV bytes per token, the estimated and the logged KV tokens
 and logged / estimated. Run: `.venv/bin/python bench/kv_estimate_report.py [CORPUS]`.
@@ -16,7 +16,7 @@ from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tok
 from fleet.facts.model_config import parse_model_config
 from fleet.facts.vllm_log import parse_vllm_log
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus"
 
 # (log, config, why they match)
 PAIRS = (

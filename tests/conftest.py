@@ -9,12 +9,12 @@ import pytest
 pytest_plugins = ["tests.lab.fixtures"]
 
 REPO = Path(__file__).resolve().parent.parent
-CORPUS = REPO.parent / "shared" / "corpus"
+CORPUS = REPO / "tests" / "corpus"
 
 
 @pytest.fixture(scope="session")
 def corpus() -> Path:
-    """The recorded real data (../shared/corpus beside the repository)."""
+    """The recorded real data (tests/corpus, with SOURCES.md saying where each file came from)."""
     if not CORPUS.is_dir():
-        pytest.fail(f"recorded corpus not found at {CORPUS}: shared/ must sit beside the repo")
+        pytest.fail(f"recorded corpus not found at {CORPUS}")
     return CORPUS

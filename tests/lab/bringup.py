@@ -42,7 +42,7 @@ def preflight(lab: Lab) -> None:
         if not path.exists():
             missing.append(str(path))
     if not (lab.corpus / "model-configs").is_dir():
-        missing.append(f"{lab.corpus} (shared/corpus beside the repository)")
+        missing.append(f"{lab.corpus} (tests/corpus)")
     if missing:
         raise LabError(f"missing: {', '.join(missing)}; run tests/lab/install.sh")
 

@@ -45,7 +45,7 @@ class Lab:
         self.hosts: dict[str, LabHost] = {
             s.name: LabHost(s, self.root / "hosts" / s.name) for s in specs
         }
-        self.corpus = Path(os.environ.get("FLEET_LAB_CORPUS") or REPO.parent / "shared" / "corpus")
+        self.corpus = Path(os.environ.get("FLEET_LAB_CORPUS") or REPO / "tests" / "corpus")
         self.children: list[subprocess.Popen[bytes]] = []
         self.state = LabState(self.root / "state.json")
 

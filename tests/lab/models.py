@@ -25,9 +25,7 @@ def config_source(ref: str, corpus: Path) -> Path:
     base = corpus / "model-configs" if kind == "corpus" else MODELS_SRC
     path = base / name
     if not path.is_file():
-        raise FileNotFoundError(
-            f"model config {path} not found (is shared/corpus beside the repo?)"
-        )
+        raise FileNotFoundError(f"model config {path} not found (is tests/corpus complete?)")
     return path
 
 

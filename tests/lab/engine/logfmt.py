@@ -1,6 +1,6 @@
 """vLLM's V1 start-up log, line for line, in the shape of the image's version.
 
-Shapes follow the recorded logs in shared/corpus/vllm-logs: v0.18.0 (banner, process
+Shapes follow the recorded logs in tests/corpus/vllm-logs: v0.18.0 (banner, process
 prefixes `(APIServer pid=N)` / `(EngineCore pid=N)`, format_gib numbers), v0.11.2
 (`vLLM API server version`, `(EngineCore_DP0 pid=N)`, four-decimal weights) and
 v0.9.2 (no prefixes except `(VllmWorker rank=N pid=N)`). The file:line of each source

@@ -1,5 +1,5 @@
 """`nvidia-smi` for a simulated host: the default table, -L, --query-gpu and
---query-compute-apps in the formats recorded in shared/corpus/nvidia-smi.
+--query-compute-apps in the formats recorded in tests/corpus/nvidia-smi.
 
 Run by the host's launcher (<lab>/hosts/<host>/bin/nvidia-smi) with FLEET_LAB_GPU_DIR
 set. Memory used is what the engines on the host recorded (weights + KV + overhead);
