@@ -61,6 +61,7 @@ class EngineArgs(CoreModel):
     parallel_slots: int | None = None
     gpu_layers: int | None = None
     draft_model: str | None = None
+    draft_max: int | None = None
     extra: tuple[str, ...] = ()
 
 
@@ -269,6 +270,9 @@ _LLAMA_FLAGS: dict[str, _Reader] = {
     "--n-gpu-layers": ("gpu_layers", _positive_int),
     "-md": ("draft_model", _text),
     "--model-draft": ("draft_model", _text),
+    "--draft-max": ("draft_max", _positive_int),
+    "--draft": ("draft_max", _positive_int),
+    "--draft-n": ("draft_max", _positive_int),
     "-ctk": ("kv_cache_dtype", _text),
     "--cache-type-k": ("kv_cache_dtype", _text),
 }

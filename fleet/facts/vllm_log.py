@@ -62,6 +62,7 @@ class ErrorKind(StrEnum):
     FREE_MEMORY_TOO_LOW = "free_memory_too_low"
     ILLEGAL_MEMORY_ACCESS = "illegal_memory_access"
     CUBLAS = "cublas"
+    LOAD_FAILED = "load_failed"
 
 
 _ERRORS: tuple[tuple[ErrorKind, re.Pattern[str]], ...] = (

@@ -3,14 +3,15 @@
 Pure: called by `reconciler.observe` with the text one SSH round trip printed. GPU
 processes are mapped to containers through /proc/<pid>/cgroup (nvidia-smi reports the
 engine's child process, never the container's main pid), containers become seats by their
-`fleet.seat` label, and each seat gets its engine log facts and its GPUs and VRAM.
+`fleet.seat` label, and each seat gets its GPUs and VRAM and its log facts, read by the
+engine its process runs (never guessed from the image or the program name).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from fleet.facts.argv import parse_engine_argv
+from fleet.engines import read_process
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
 from fleet.facts.journal import unfinished
@@ -19,7 +20,7 @@ from fleet.facts.model_config import parse_model_config
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query
 from fleet.facts.provenance import parse_provenance
 from fleet.facts.script import split_sections
-from fleet.facts.vllm_log import EngineReport, parse_vllm_log
+from fleet.facts.vllm_log import EngineReport
 from fleet.names import MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.secrets import mask_argv
@@ -117,9 +118,10 @@ def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
 
 def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:
     mine = [p for p in processes if p.container_id == container.id]
+    _, engine = read_process(container.argv)
     return observed_seat(
         container,
-        engine=parse_vllm_log(log) if log and _is_vllm(container) else None,
+        engine=engine.read_log(log) if log and engine else None,
         gpus=tuple(sorted({p.gpu_index for p in mine if p.gpu_index is not None})),
         vram_mib=sum(p.used_mib for p in mine),
     )
@@ -128,31 +130,32 @@ def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ..
 def observed_seat(
     container: ContainerFact, *, engine: EngineReport | None, gpus: tuple[int, ...], vram_mib: int
 ) -> ObservedSeat:
-    """A seat from its container (labels, live argv) and what the GPUs and log say."""
+    """A seat from its container (labels, live argv, read by the engine the process runs)
+    and what the GPUs and log say."""
     labels = container.labels
     managed = labels.get(MANAGED_LABEL) == "true" and SEAT_LABEL in labels
-    args = parse_engine_argv(container.argv)
+    args, kind = read_process(container.argv)
+    shape = kind.observed_shape(args) if kind else {}
+    speculative = args.speculative_config or shape.get("speculative")
     return ObservedSeat(
         name=labels.get(SEAT_LABEL, container.name) if managed else container.name,
         managed=managed,
         container=container,
+        engine_name=kind.NAME if kind else None,
         served_names=args.served_model_names or ((args.model,) if args.model else ()),
         model=args.model,
         port=args.port,
-        max_model_len=args.max_model_len,
+        max_model_len=shape.get("context"),
         kv_cache_bytes=args.kv_cache_memory_bytes,
         gpu_memory_utilization=args.gpu_memory_utilization,
         tensor_parallel_size=args.tensor_parallel_size,
-        speculative=dict(args.speculative_config) if args.speculative_config else None,
+        parallel_slots=shape.get("parallel"),
+        speculative=dict(speculative) if speculative else None,
         extra_args=tuple(args.extra),
         gpus=gpus,
         vram_mib=vram_mib,
         engine=engine,
     )
-
-
-def _is_vllm(container: ContainerFact) -> bool:
-    return "llama" not in " ".join(container.argv[:1]).lower()
 
 
 def _models(sections: Sections) -> dict[str, ModelInfo]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from fleet.base import CoreModel
+from fleet.engines import concurrency
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.vllm_log import EngineReport
 from fleet.observed.gateway_config import GatewayConfig
@@ -63,6 +64,7 @@ class ObservedSeat(CoreModel):
     name: str = Field(description="fleet.seat label, or the container name if unmanaged")
     managed: bool
     container: ContainerFact
+    engine_name: str | None = Field(None, description="the engine its process runs, if any")
     served_names: tuple[str, ...] = ()
     model: str | None = None
     port: int | None = None
@@ -70,6 +72,7 @@ class ObservedSeat(CoreModel):
     kv_cache_bytes: int | None = None
     gpu_memory_utilization: float | None = None
     tensor_parallel_size: int | None = None
+    parallel_slots: int | None = Field(None, description="llama.cpp: parallel slots")
     speculative: dict[str, object] | None = None
     extra_args: tuple[str, ...] = ()
     gpus: tuple[int, ...] = Field((), description="GPUs its processes hold (nvidia-smi)")
@@ -81,7 +84,7 @@ class ObservedSeat(CoreModel):
         """KV-cache tokens / context, from the engine's own log."""
         tokens = self.engine.kv_cache_tokens if self.engine else None
         context = self.max_model_len or (self.engine.max_model_len if self.engine else None)
-        return tokens / context if tokens and context else None
+        return concurrency(tokens, context)
 
 
 class ObservedHost(CoreModel):

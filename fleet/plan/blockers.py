@@ -11,10 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fleet.engines import engine_for
 from fleet.observed.models import Observation, ObservedHost
 from fleet.plan.actions import Action, ActionKind, Blocker
-from fleet.render.compose import engine_args
-from fleet.spec import speculative as engines
 from fleet.spec.images import parse_image
 from fleet.spec.models import DesiredFleet, Seat
 
@@ -55,17 +54,11 @@ def _seat_blockers(
 
 
 def _flag_blockers(seat: Seat) -> Iterator[Blocker]:
-    version = engines.parse_version(parse_image(seat.image).tag or "")
-    if seat.engine != "vllm" or version is None:
+    version = parse_image(seat.image).version
+    if version is None:
         return
-    args = engine_args(seat)
-    for flag, since in sorted(engines.FLAG_SINCE.items()):
-        if flag in args and version < since:
-            yield Blocker(
-                target=seat.name,
-                message=f"{flag} needs vLLM >= "
-                f"{'.'.join(map(str, since))}; image {seat.image} is older",
-            )
+    for reason in engine_for(seat.engine).unsupported_flags(seat, version):
+        yield Blocker(target=seat.name, message=f"{reason}; image {seat.image} is older")
 
 
 def _memory_blockers(

@@ -1,6 +1,8 @@
 """Desired vs observed seats, normalized into one comparable shape and diffed field by field.
 
-Called by `fleet.plan`. Both sides become a `SeatShape` dict; deepdiff compares them.
+Called by `fleet.plan` and the health gate. Both sides become a `SeatShape` dict: the
+container's engine, image and GPUs, plus the fields the seat's engine module compares
+(`fleet.engines`: the vLLM or llama.cpp flags); deepdiff compares them.
 Ignore rules (volatile facts never compared, so they never cause a change):
 - pids, start times, restart counts, VRAM in use, KV tokens and every other log fact;
 - the image *id* (a tag may be re-pulled): the image reference string is compared;
@@ -18,26 +20,14 @@ from typing import Any
 from deepdiff import DeepDiff
 
 from fleet.base import CoreModel
+from fleet.engines import engine_for, read_process
 from fleet.names import HASH_LABEL
 from fleet.observed.models import ObservedSeat
 from fleet.render.compose import render_service
-from fleet.secrets import mask_argv
 from fleet.spec.models import Host, Seat
 
 SeatShape = dict[str, Any]
-COMPARED = (
-    "image",
-    "model",
-    "served_names",
-    "port",
-    "context",
-    "kv_cache_bytes",
-    "gpu_memory_utilization",
-    "tensor_parallel_size",
-    "speculative",
-    "gpus",
-    "extra_args",
-)
+CONTAINER_FIELDS = ("engine", "image", "gpus")
 
 
 class FieldChange(CoreModel):
@@ -49,59 +39,37 @@ class FieldChange(CoreModel):
 
 
 def desired_shape(seat: Seat, host: Host) -> SeatShape:
-    """The comparable shape of a seat spec."""
-    spec = seat.speculative
-    speculative = None
-    if spec is not None:
-        speculative = {"method": spec.method, "num_speculative_tokens": spec.num_tokens}
-        if spec.draft_model:
-            speculative["model"] = spec.draft_model
+    """The comparable shape of a seat spec: container fields plus its engine's fields."""
+    engine = engine_for(seat.engine)
     return {
+        "engine": engine.NAME,
         "image": seat.image,
-        "model": seat.model,
-        "served_names": [seat.served_name],
-        "port": seat.port,
-        "context": seat.context,
-        "kv_cache_bytes": seat.kv_cache_bytes,
-        "gpu_memory_utilization": seat.gpu_memory_utilization,
-        "tensor_parallel_size": len(seat.gpus),
-        "speculative": speculative,
         "gpus": list(seat.gpus),
-        "extra_args": list(mask_argv(seat.extra_args)),
+        **engine.desired_shape(seat),
+        "compared": CONTAINER_FIELDS + engine.COMPARED,
         "spec_hash": render_service(seat, host)["labels"][HASH_LABEL],
     }
 
 
 def observed_shape(seat: ObservedSeat) -> SeatShape:
-    """The comparable shape of what runs."""
+    """The comparable shape of what runs, read by the engine its process runs."""
+    args, engine = read_process(seat.container.argv)
     requested = [int(g) for g in seat.container.gpu_request if g.isdigit()]
     return {
+        "engine": engine.NAME if engine else None,
         "image": seat.container.image,
-        "model": seat.model,
-        "served_names": sorted(seat.served_names),
-        "port": seat.port,
-        "context": seat.max_model_len,
-        "kv_cache_bytes": seat.kv_cache_bytes,
-        "gpu_memory_utilization": seat.gpu_memory_utilization,
-        "tensor_parallel_size": seat.tensor_parallel_size or 1,
-        "speculative": _speculative(seat.speculative),
         "gpus": list(seat.gpus) or sorted(requested),
-        "extra_args": list(mask_argv(seat.extra_args)),
+        **(engine.observed_shape(args) if engine else {}),
+        "compared": CONTAINER_FIELDS + (engine.COMPARED if engine else ()),
         "spec_hash": seat.container.labels.get(HASH_LABEL),
     }
 
 
-def _speculative(config: dict[str, object] | None) -> dict[str, object] | None:
-    if not config:
-        return None
-    keep = ("method", "num_speculative_tokens", "model")
-    return {k: config[k] for k in keep if config.get(k) is not None}
-
-
 def diff_seat(desired: SeatShape, observed: SeatShape) -> list[FieldChange]:
     """Field-by-field changes, sorted; `compose definition` when only the hash differs."""
-    left = {k: observed.get(k) for k in COMPARED}
-    right = {k: desired.get(k) for k in COMPARED}
+    fields = sorted(set(desired["compared"]) | set(observed["compared"]))
+    left = {k: observed.get(k) for k in fields}
+    right = {k: desired.get(k) for k in fields}
     delta = DeepDiff(left, right, view="tree", ignore_numeric_type_changes=True)
     changes: dict[str, FieldChange] = {}
     for level in (lvl for group in delta.values() for lvl in group):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+from fleet import engines
 from fleet.base import CoreModel
 from fleet.observed.models import ObservedSeat
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
@@ -88,7 +89,7 @@ def _judge_running(
     tokens = live.engine.kv_cache_tokens if live.engine else None
     if not tokens:
         return _starting("startup log reports no KV-cache tokens yet")
-    concurrency = tokens / seat.context
+    concurrency = engines.concurrency(tokens, seat.context) or 0.0
     if not band.min <= concurrency <= band.max:
         return _failed(
             f"concurrency {concurrency:.2f}x ({tokens:,} KV tokens / "

@@ -2,8 +2,8 @@
 
 Called by `fleet render HOST`, by plan (to know what apply would write and to compute each
 seat's spec hash) and by apply (which uploads the text). The output is deterministic: the
-same desired/ gives byte-identical text. The engine's argv is built here, so that the
-health gate can check the running container carries every flag the spec implies.
+same desired/ gives byte-identical text. The engine's entrypoint, argv and container health
+check come from the seat's engine module (`fleet.engines`).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import hashlib
 import json
 from typing import Any
 
+from fleet.engines import engine_for
 from fleet.names import COMPOSE_NAME, HASH_LABEL, MANAGED_LABEL, SEAT_LABEL, in_compose_dir
 from fleet.render.yamltext import dump_yaml
 from fleet.secrets import compose_escape
@@ -31,76 +32,15 @@ def compose_path(host: Host) -> str:
 
 
 def engine_args(seat: Seat) -> list[str]:
-    """The engine's argv after its entrypoint, in a fixed order."""
-    if seat.engine == "llama.cpp":
-        return _llamacpp_args(seat)
-    args = [
-        seat.model,
-        "--served-model-name",
-        seat.served_name,
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(seat.port),
-        "--max-model-len",
-        str(seat.context),
-        "--tensor-parallel-size",
-        str(len(seat.gpus)),
-    ]
-    if seat.kv_cache_bytes is not None:
-        args += ["--kv-cache-memory-bytes", str(seat.kv_cache_bytes)]
-    if seat.gpu_memory_utilization is not None:
-        args += ["--gpu-memory-utilization", f"{seat.gpu_memory_utilization:g}"]
-    if seat.speculative is not None:
-        args += ["--speculative-config", speculative_json(seat)]
-    return args + list(seat.extra_args)
-
-
-def speculative_json(seat: Seat) -> str:
-    """vLLM's --speculative-config JSON for a seat, keys sorted."""
-    spec = seat.speculative
-    assert spec is not None
-    config: dict[str, Any] = {"method": spec.method, "num_speculative_tokens": spec.num_tokens}
-    if spec.draft_model:
-        config["model"] = spec.draft_model
-    return json.dumps(config, sort_keys=True, separators=(",", ":"))
-
-
-def _llamacpp_args(seat: Seat) -> list[str]:
-    args = [
-        "--model",
-        seat.model,
-        "--alias",
-        seat.served_name,
-        "--host",
-        "0.0.0.0",
-        "--port",
-        str(seat.port),
-        "--ctx-size",
-        str(seat.context),
-        "--n-gpu-layers",
-        "999",
-    ]
-    if seat.speculative is not None and seat.speculative.draft_model:
-        args += [
-            "--model-draft",
-            seat.speculative.draft_model,
-            "--draft-max",
-            str(seat.speculative.num_tokens),
-        ]
-    return args + list(seat.extra_args)
-
-
-def entrypoint(seat: Seat) -> list[str]:
-    """The engine's entrypoint: `vllm serve` or llama-server."""
-    return ["vllm", "serve"] if seat.engine == "vllm" else ["/app/llama-server"]
+    """The engine's argv after its entrypoint, as the seat's engine module renders it."""
+    return engine_for(seat.engine).render_args(seat)
 
 
 def render_service(seat: Seat, host: Host) -> dict[str, Any]:
     """The compose service of one seat, with its spec-hash label."""
     service: dict[str, Any] = {
         "image": seat.image,
-        "entrypoint": entrypoint(seat),
+        "entrypoint": engine_for(seat.engine).entrypoint(seat),
         "command": [compose_escape(arg) for arg in engine_args(seat)],
         "restart": "unless-stopped",
         "ipc": "host",
@@ -141,9 +81,8 @@ def _mounts(seat: Seat) -> list[str]:
 
 
 def _healthcheck(seat: Seat) -> dict[str, Any]:
-    probe = f"import urllib.request; urllib.request.urlopen('http://127.0.0.1:{seat.port}/health')"
     return {
-        "test": ["CMD", "python3", "-c", probe],
+        "test": engine_for(seat.engine).healthcheck(seat),
         "interval": "5s",
         "timeout": "5s",
         "retries": 3,

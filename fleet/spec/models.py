@@ -137,6 +137,12 @@ class Seat(CoreModel):
     tensor_parallel_size: int | None = Field(
         None, description="Must equal the number of GPUs; implied when omitted."
     )
+    parallel: int | None = Field(
+        None,
+        ge=1,
+        description="llama.cpp: parallel slots (--parallel), each holding `context` tokens; "
+        "the KV cache is sized context x parallel [1].",
+    )
     speculative: Speculative | None = Field(None, description="Speculative decoding.")
     port: int = Field(ge=1, le=65535, description="Port the engine listens on.")
     aliases: tuple[str, ...] = Field((), description="Gateway aliases routed to this seat.")

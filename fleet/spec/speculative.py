@@ -1,4 +1,4 @@
-"""What fleet knows about the engines it drives, taken from their sources.
+"""The speculative-decoding methods a seat may declare, taken from vLLM's source.
 
 The speculative-decoding methods are vLLM's `SpeculativeMethod` literal (vllm/config/
 speculative.py): the plain methods, the EAGLE family, the model-specific MTP heads, DFlash,
@@ -7,8 +7,6 @@ n-gram, suffix and MTP heads draft from the prompt or the model itself and must 
 """
 
 from __future__ import annotations
-
-import re
 
 MTP_METHODS = frozenset(
     {
@@ -56,12 +54,6 @@ DRAFTLESS_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"}) | MTP_METHODS
 OPEN_METHODS = frozenset({"custom_class", "extract_hidden_states"})
 SPECULATIVE_METHODS = DRAFTER_METHODS | DRAFTLESS_METHODS | OPEN_METHODS
 
-# vLLM flags fleet renders, with the first release that accepts them.
-FLAG_SINCE: dict[str, tuple[int, int, int]] = {
-    "--kv-cache-memory-bytes": (0, 11, 0),
-    "--speculative-config": (0, 8, 0),
-}
-
 
 def needs_drafter(method: str) -> bool | None:
     """True if the method needs a draft model, False if it must not have one, None if open."""
@@ -70,14 +62,3 @@ def needs_drafter(method: str) -> bool | None:
     if method in DRAFTLESS_METHODS:
         return False
     return None
-
-
-_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?")
-
-
-def parse_version(text: str) -> tuple[int, int, int] | None:
-    """'v0.11.2', '0.18.0rc1' or '0.9.2.post1' -> (0, 11, 2); None if not a version."""
-    match = _VERSION.match(text.strip())
-    if not match:
-        return None
-    return int(match.group(1)), int(match.group(2)), int(match.group(3) or 0)

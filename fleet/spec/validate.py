@@ -11,7 +11,7 @@ from collections import defaultdict
 from collections.abc import Callable, Iterator
 
 from fleet import secrets
-from fleet.spec import speculative as engines
+from fleet.spec import speculative
 from fleet.spec.images import parse_image
 from fleet.spec.load import LoadedFleet, Sources
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
@@ -156,7 +156,15 @@ def check_memory(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
             seat.kv_cache_bytes is not None,
             seat.gpu_memory_utilization is not None,
         )
-        if has_bytes == has_fraction:
+        if seat.engine == "llama.cpp":
+            yield from _check_llamacpp_budget(seat, src)
+        elif seat.parallel is not None:
+            yield src.problem(
+                rel,
+                ("parallel",),
+                "parallel is for llama.cpp seats: vLLM batches requests within its KV budget",
+            )
+        if seat.engine == "vllm" and has_bytes == has_fraction:
             yield src.problem(
                 rel,
                 ("kv_cache_bytes",) if has_bytes else (),
@@ -174,6 +182,17 @@ def check_memory(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
                 fractions[(seat.host, index)].append(seat)
         yield from _check_budget_fits(fleet, seat, src)
     yield from _check_fraction_sums(fractions, src)
+
+
+def _check_llamacpp_budget(seat: Seat, src: Sources) -> Iterator[Problem]:
+    """llama.cpp sizes its KV cache by context x parallel slots; it takes no byte budget."""
+    for field in ("kv_cache_bytes", "gpu_memory_utilization"):
+        if getattr(seat, field) is not None:
+            yield src.problem(
+                _seat_file(seat),
+                (field,),
+                f"llama.cpp sizes its KV cache by context x parallel slots: remove {field}",
+            )
 
 
 def _check_budget_fits(fleet: DesiredFleet, seat: Seat, src: Sources) -> Iterator[Problem]:
@@ -213,7 +232,15 @@ def check_speculative(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
         if spec is None:
             continue
         rel = _seat_file(seat)
-        if spec.method not in engines.SPECULATIVE_METHODS:
+        if seat.engine == "llama.cpp" and spec.method != "draft_model":
+            yield src.problem(
+                rel,
+                ("speculative", "method"),
+                f"llama.cpp drafts only with a separate model: method draft_model, "
+                f"not {spec.method!r}",
+            )
+            continue
+        if spec.method not in speculative.SPECULATIVE_METHODS:
             yield src.problem(
                 rel,
                 ("speculative", "method"),
@@ -225,7 +252,7 @@ def check_speculative(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
                 ("speculative", "num_tokens"),
                 f"num_tokens must be at least 1, got {spec.num_tokens}",
             )
-        needs = engines.needs_drafter(spec.method)
+        needs = speculative.needs_drafter(spec.method)
         if needs and not spec.draft_model:
             yield src.problem(
                 rel,
@@ -241,7 +268,7 @@ def check_speculative(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
 
 
 def _closest(method: str) -> str:
-    match = difflib.get_close_matches(method, sorted(engines.SPECULATIVE_METHODS), n=1)
+    match = difflib.get_close_matches(method, sorted(speculative.SPECULATIVE_METHODS), n=1)
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 

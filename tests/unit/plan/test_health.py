@@ -20,6 +20,12 @@ def container(**update: object) -> Tweak:
     return lambda s: s.model_copy(update={"container": s.container.model_copy(update=update)})
 
 
+def without_flag(argv: tuple[str, ...], flag: str) -> tuple[str, ...]:
+    """The argv a wrapper entrypoint runs when it drops one flag and its value."""
+    at = argv.index(flag)
+    return argv[:at] + argv[at + 2 :]
+
+
 def engine(**update: object) -> Tweak:
     return lambda s: s.model_copy(
         update={"engine": (s.engine or EngineReport()).model_copy(update=update)}
@@ -47,7 +53,7 @@ CASES: list[tuple[str, Tweak, Endpoints, HealthState, str]] = [
     ),
     (
         "kv-flag-ignored",
-        lambda s: s.model_copy(update={"kv_cache_bytes": None}),
+        lambda s: container(argv=without_flag(s.container.argv, "--kv-cache-memory-bytes"))(s),
         READY,
         HealthState.FAILED,
         "argv does not carry what the spec implies: kv_cache_bytes",
