@@ -10,7 +10,7 @@ from collections import defaultdict
 from collections.abc import Iterator
 from enum import StrEnum
 
-from fleet.base import CoreModel
+from fleet.base import CoreModel, Severity
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.spec.images import parse_image
 from fleet.spec.models import DesiredFleet
@@ -42,7 +42,7 @@ class Finding(CoreModel):
     kind: FindingKind
     target: str
     message: str
-    severity: str = "warning"
+    severity: Severity = Severity.WARNING
 
 
 FAN_IN_THRESHOLD = 3
@@ -65,7 +65,7 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
             kind=FindingKind.HOST_UNREACHABLE,
             target=host.name,
             message=host.error or "unreachable",
-            severity="error",
+            severity=Severity.ERROR,
         )
         return
     if host.gpu_error:
@@ -73,7 +73,7 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
             kind=FindingKind.GPU_FACTS_MISSING,
             target=host.name,
             message=f"nvidia-smi failed: {host.gpu_error}",
-            severity="error",
+            severity=Severity.ERROR,
         )
     if host.lock:
         yield Finding(
@@ -83,7 +83,7 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
         yield Finding(
             kind=FindingKind.INTERRUPTED_APPLY,
             target=host.name,
-            severity="error",
+            severity=Severity.ERROR,
             message=f"an apply did not finish; steps done: "
             f"{'; '.join(host.interrupted)}. The plan shows what remains.",
         )
@@ -122,7 +122,7 @@ def _seat_findings(
         yield Finding(
             kind=FindingKind.UNMANAGED_CONTAINER,
             target=target,
-            severity="info",
+            severity=Severity.INFO,
             message=f"{what} {container.name} ({container.image}); remove it "
             "with `fleet apply --prune`"
             if seat.managed
@@ -132,7 +132,7 @@ def _seat_findings(
         yield Finding(
             kind=FindingKind.CONTAINER_NOT_RUNNING,
             target=target,
-            severity="error",
+            severity=Severity.ERROR,
             message=f"container is {container.state} (exit code {container.exit_code}"
             f", {container.restart_count} restarts)",
         )
@@ -141,7 +141,7 @@ def _seat_findings(
         yield Finding(
             kind=FindingKind.MODEL_DRIFT,
             target=target,
-            severity="error",
+            severity=Severity.ERROR,
             message=f"serves {', '.join(seat.served_names)} from {seat.model}; "
             f"desired/ says {spec.served_name} from {spec.model}",
         )
@@ -158,7 +158,7 @@ def _seat_findings(
         yield Finding(
             kind=FindingKind.ENGINE_ERROR,
             target=target,
-            severity="error",
+            severity=Severity.ERROR,
             message=f"{error.kind.value}: {error.message[:160]}",
         )
 
@@ -176,7 +176,7 @@ def _image_findings(desired: DesiredFleet, target: str, seat: ObservedSeat) -> I
         yield Finding(
             kind=FindingKind.FLOATING_TAG,
             target=target,
-            severity="info",
+            severity=Severity.INFO,
             message=f"image {seat.container.image} has no registry digest recorded "
             f"(image id {seat.container.image_id[:19]})",
         )
@@ -188,7 +188,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
         yield Finding(
             kind=FindingKind.GATEWAY_UNREADABLE,
             target=f"gateway {gateway.host}",
-            severity="error",
+            severity=Severity.ERROR,
             message=gateway.error,
         )
     if gateway is None or gateway.config is None:
@@ -201,7 +201,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
             yield Finding(
                 kind=FindingKind.DEAD_ALIAS,
                 target=f"alias {entry.alias}",
-                severity="error",
+                severity=Severity.ERROR,
                 message=f"backend {entry.api_base} does not answer ({probe.error or 'no reply'})",
             )
             continue
@@ -210,7 +210,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
             yield Finding(
                 kind=FindingKind.MODEL_DRIFT,
                 target=f"alias {entry.alias}",
-                severity="error",
+                severity=Severity.ERROR,
                 message=f"gateway expects model {expected!r} at "
                 f"{entry.api_base}, which serves {', '.join(probe.models)}",
             )
@@ -228,7 +228,7 @@ def _speculative_mix(observation: Observation) -> Iterator[Finding]:
         yield Finding(
             kind=FindingKind.SPECULATIVE_MIX,
             target="fleet",
-            severity="info",
+            severity=Severity.INFO,
             message=f"{len(methods)} speculative methods coexist ({listing}); a "
             "--speculative-config copied between them silently breaks",
         )
@@ -247,6 +247,6 @@ def _fan_in(observation: Observation) -> Iterator[Finding]:
             yield Finding(
                 kind=FindingKind.ALIAS_FAN_IN,
                 target=api_base,
-                severity="info",
+                severity=Severity.INFO,
                 message=f"{len(aliases)} aliases fan into one seat: {', '.join(sorted(aliases))}",
             )

@@ -1,11 +1,16 @@
-"""The words of a plan: action kinds, actions, no-ops and blockers (pure data).
+"""The words of a plan: action kinds and their waves, actions, no-ops and blockers (data).
 
-Shared by `fleet.plan`, `fleet.gateway_plan`, the renderers and apply.
+Shared by `fleet.plan.plan`, `fleet.plan.aliases`, the reports and apply. An action's
+wave follows from its kind (`WAVE_OF`): seats first, host by host, then the gateway once
+its seats are healthy, then removals; `Action.sort_key` is the one order of a plan.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
+from enum import IntEnum, StrEnum
+from typing import Any
+
+from pydantic import model_validator
 
 from fleet.base import CoreModel
 from fleet.plan.diff import FieldChange
@@ -23,15 +28,58 @@ class ActionKind(StrEnum):
     RESTART_GATEWAY = "restart-gateway"
 
 
+class Wave(IntEnum):
+    """When an action runs: every action of a wave before any of the next."""
+
+    SEATS = 1
+    GATEWAY = 2
+    REMOVALS = 3
+
+    @property
+    def title(self) -> str:
+        """How reports head the wave."""
+        return {1: "seats", 2: "gateway", 3: "removals"}[self.value]
+
+
+WAVE_OF: dict[ActionKind, Wave] = {
+    ActionKind.CREATE_SEAT: Wave.SEATS,
+    ActionKind.REPLACE_SEAT: Wave.SEATS,
+    ActionKind.ADD_ALIAS: Wave.GATEWAY,
+    ActionKind.RETARGET_ALIAS: Wave.GATEWAY,
+    ActionKind.REMOVE_ALIAS: Wave.GATEWAY,
+    ActionKind.RESTART_GATEWAY: Wave.GATEWAY,
+    ActionKind.REMOVE_SEAT: Wave.REMOVALS,
+}
+SEAT_CHANGES = frozenset({ActionKind.CREATE_SEAT, ActionKind.REPLACE_SEAT})
+ALIAS_CHANGES = frozenset(
+    {ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS, ActionKind.REMOVE_ALIAS}
+)
+
+
 class Action(CoreModel):
-    """One step of a plan."""
+    """One step of a plan; `wave` follows from `kind` (a saved plan may carry it too)."""
 
     kind: ActionKind
     target: str
     host: str
-    wave: int
+    wave: Wave = Wave.SEATS
     reasons: tuple[str, ...] = ()
     changes: tuple[FieldChange, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wave_from_kind(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "kind" in data:
+            wave = WAVE_OF[ActionKind(data["kind"])]
+            if data.get("wave") not in (None, wave, wave.value):
+                raise ValueError(f"a {data['kind']} action runs in wave {wave.value}")
+            data = {**data, "wave": wave}
+        return data
+
+    @property
+    def sort_key(self) -> tuple[int, bool, str, str]:
+        """Waves in order; the gateway restart after every alias change of its wave."""
+        return (self.wave, self.kind is ActionKind.RESTART_GATEWAY, self.host, self.target)
 
 
 class NoOp(CoreModel):

@@ -19,7 +19,6 @@ def alias_actions(
     desired: DesiredFleet,
     observation: Observation,
     *,
-    wave: int,
     only: frozenset[str] = frozenset(),
 ) -> list[Action]:
     """Add, retarget and remove actions for aliases, plus the gateway restart."""
@@ -32,9 +31,7 @@ def alias_actions(
     found: list[Action] = []
 
     def add(kind: ActionKind, target: str, reason: str) -> None:
-        found.append(
-            Action(kind=kind, target=target, host=gateway.host, wave=wave, reasons=(reason,))
-        )
+        found.append(Action(kind=kind, target=target, host=gateway.host, reasons=(reason,)))
 
     for alias, item in wanted.items():
         entry = routed.get(alias)

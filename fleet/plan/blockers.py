@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from fleet.engines import engine_for
 from fleet.observed.models import Observation, ObservedHost
-from fleet.plan.actions import Action, ActionKind, Blocker
+from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker
 from fleet.spec.images import parse_image
 from fleet.spec.models import DesiredFleet, Seat
 
@@ -28,9 +28,9 @@ def find_blockers(
     found: list[Blocker] = []
     free: dict[tuple[str, int], int] = {}
     for action in actions:
-        if action.kind in (ActionKind.CREATE_SEAT, ActionKind.REPLACE_SEAT):
+        if action.kind in SEAT_CHANGES:
             found += _seat_blockers(desired, observation, desired.seats[action.target], free)
-        elif action.wave == 2 and action.kind is ActionKind.RESTART_GATEWAY:
+        elif action.kind is ActionKind.RESTART_GATEWAY:
             found += _gateway_blockers(observation)
     return sorted(set(found), key=lambda b: (b.target, b.message))
 

@@ -1,6 +1,6 @@
 """Fingerprints of the observed facts a plan relies on, so a saved plan can go stale.
 
-`fingerprint` is computed when a plan is saved and again when `fleet apply PLAN` starts;
+`fingerprint` is computed by `make_plan` and again when `fleet apply PLAN` starts;
 `moved` names every fact whose fingerprint changed. Facts: each seat's container (id,
 state, image id and spec hash) or its absence, each touched GPU's free memory in whole
 GiB, each needed model directory's presence, and the gateway config's exact text.
@@ -12,7 +12,7 @@ import hashlib
 
 from fleet.names import HASH_LABEL
 from fleet.observed.models import Observation
-from fleet.plan.actions import Action, ActionKind
+from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.spec.models import DesiredFleet
 
 
@@ -26,7 +26,7 @@ def fingerprint(
     """key -> short hash (or value) of every fact behind the actions."""
     prints: dict[str, str] = {}
     for action in actions:
-        if action.wave == 2:
+        if action.wave is Wave.GATEWAY:
             gateway = observation.gateway
             prints["gateway/config"] = _sha(gateway.config_text or "") if gateway else "absent"
             continue

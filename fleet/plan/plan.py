@@ -1,7 +1,8 @@
 """The plan: ordered actions that would make the live fleet match desired/, as data.
 
-`make_plan` is pure (desired/ + an `Observation` in, `Plan` out). Waves: 1 seats per
-host, 2 the gateway (alias changes, then its restart), 3 removals (only with prune).
+`make_plan` is pure (desired/ + an `Observation` in, `Plan` out, its fingerprint
+included). Waves follow from the action kinds (`fleet.plan.actions`): seats per host,
+the gateway (alias changes, then its restart), removals (only with prune).
 A seat in sync yields a no-op that says why. Blockers (a missing model, GPU memory that
 will not fit, a flag the image's vLLM does not know, an unreachable host) stop apply.
 The plan can be saved with the fingerprint of every fact it relied on (`fleet.fingerprint`).
@@ -16,9 +17,10 @@ from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
 from fleet.plan import blockers
-from fleet.plan.actions import Action, ActionKind, Blocker, NoOp
+from fleet.plan.actions import Action, ActionKind, Blocker, NoOp, Wave
 from fleet.plan.aliases import alias_actions
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
+from fleet.plan.fingerprint import fingerprint
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.units import format_bytes
 
@@ -76,12 +78,11 @@ def make_plan(
         seat_actions, noop = _seat_action(desired, observation, name)
         actions += seat_actions
         noops += [noop] if noop else []
-    actions += alias_actions(desired, observation, wave=2, only=only_seats)
+    actions += alias_actions(desired, observation, only=only_seats)
     actions += _removals(desired, observation, prune, only_seats)
-    if not any(a.wave == 2 for a in actions) and observation.gateway is not None:
+    if not any(a.wave is Wave.GATEWAY for a in actions) and observation.gateway is not None:
         noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))
-    actions.sort(key=lambda a: (a.wave, a.host, a.kind != ActionKind.RESTART_GATEWAY, a.target))
-    _restart_last(actions)
+    actions.sort(key=lambda a: a.sort_key)
     return Plan(
         only_seats=tuple(sorted(only_seats)),
         created_at=observation.observed_at,
@@ -91,15 +92,8 @@ def make_plan(
         blockers=tuple(blockers.find_blockers(desired, observation, actions)),
         findings=tuple(find_issues(desired, observation)),
         drift=drift,
+        fingerprint=fingerprint(desired, observation, tuple(actions)),
     )
-
-
-def _restart_last(actions: list[Action]) -> None:
-    restarts = [a for a in actions if a.kind is ActionKind.RESTART_GATEWAY]
-    for restart in restarts:
-        actions.remove(restart)
-        index = max((i for i, a in enumerate(actions) if a.wave <= 2), default=-1) + 1
-        actions.insert(index, restart)
 
 
 def describe(seat: Seat) -> str:
@@ -130,7 +124,6 @@ def _seat_action(
                 kind=ActionKind.CREATE_SEAT,
                 target=name,
                 host=seat.host,
-                wave=1,
                 reasons=(f"no container for seat {name} on {seat.host}", describe(seat)),
             )
         ], None
@@ -141,14 +134,12 @@ def _seat_action(
                 kind=ActionKind.CREATE_SEAT,
                 target=name,
                 host=seat.host,
-                wave=1,
                 reasons=(f"moves from {live_host.name} to {seat.host}", describe(seat)),
             ),
             Action(
                 kind=ActionKind.REMOVE_SEAT,
                 target=name,
                 host=live_host.name,
-                wave=3,
                 reasons=(f"moved to {seat.host}",),
             ),
         ], None
@@ -161,7 +152,6 @@ def _seat_action(
                 kind=ActionKind.REPLACE_SEAT,
                 target=name,
                 host=seat.host,
-                wave=1,
                 reasons=tuple(reasons),
                 changes=tuple(changes),
             )
@@ -192,7 +182,6 @@ def _removals(
                         kind=ActionKind.REMOVE_SEAT,
                         target=seat.name,
                         host=host.name,
-                        wave=3,
                         reasons=("not in desired/ (--prune)",),
                     )
                 )

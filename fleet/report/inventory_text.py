@@ -197,6 +197,7 @@ def _findings(inventory: Inventory) -> list[str]:
         return [*lines, "None.", ""]
     for finding in inventory.findings:
         lines.append(
-            f"- **{finding.kind.value}** ({finding.severity}) `{finding.target}`: {finding.message}"
+            f"- **{finding.kind.value}** ({finding.severity.value}) "
+            f"`{finding.target}`: {finding.message}"
         )
     return [*lines, ""]

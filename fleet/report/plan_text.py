@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 
-from fleet.plan.actions import Action, ActionKind
+from fleet.base import Severity
+from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
+
+STYLE_OF = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
 MARKDOWN_LIMIT = 60_000
 SYMBOL = {
@@ -21,7 +24,6 @@ SYMBOL = {
     ActionKind.REMOVE_SEAT: ("-", "red"),
     ActionKind.REMOVE_ALIAS: ("-", "red"),
 }
-WAVES = {1: "seats", 2: "gateway", 3: "removals"}
 Line = tuple[str, str]  # (style, text)
 
 
@@ -40,10 +42,10 @@ def _value(value: object) -> str:
 def plan_lines(plan: Plan) -> list[Line]:
     """The plan as styled terminal lines."""
     lines: list[Line] = [("bold", f"Plan: {plan.summary()}")]
-    for wave, name in WAVES.items():
-        actions = [a for a in plan.actions if a.wave == wave]
+    for wave in Wave:
+        actions = [a for a in plan.actions if a.wave is wave]
         if actions:
-            lines.append(("bold", f"\nWave {wave}: {name}"))
+            lines.append(("bold", f"\nWave {wave.value}: {wave.title}"))
         for action in actions:
             symbol, style = SYMBOL[action.kind]
             lines.append((style, f"  {symbol} {title(action)}"))
@@ -72,8 +74,12 @@ def _tail_lines(plan: Plan) -> list[Line]:
         lines.append(("bold", "\nFindings"))
         lines += [
             (
-                "red" if f.severity == "error" else "yellow" if f.severity == "warning" else "dim",
-                f"  {f.severity} {f.kind.value} {f.target}: {f.message}",
+                "red"
+                if f.severity is Severity.ERROR
+                else "yellow"
+                if f.severity is Severity.WARNING
+                else "dim",
+                f"  {f.severity.value} {f.kind.value} {f.target}: {f.message}",
             )
             for f in plan.findings
         ]

@@ -20,7 +20,7 @@ from ruamel.yaml.error import MarkedYAMLError
 
 from fleet.spec.messages import describe_error
 from fleet.spec.models import DesiredFleet, FleetSettings, Gateway, Host, Seat
-from fleet.spec.problems import Problem
+from fleet.spec.problems import Problem, Severity
 
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)
@@ -89,7 +89,7 @@ def load_fleet(files: Mapping[str, str], prefix: str = "desired") -> LoadedFleet
         if tree is not None:
             sources.trees[rel] = tree
     parts = _build_parts(sources, problems)
-    if any(p.severity == "error" for p in problems):
+    if any(p.severity is Severity.ERROR for p in problems):
         return LoadedFleet(None, problems, sources)
     return LoadedFleet(DesiredFleet(**parts), problems, sources)
 

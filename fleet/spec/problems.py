@@ -6,16 +6,9 @@ command line, which exits 1 when any of them is an error.
 
 from __future__ import annotations
 
-from enum import StrEnum
+from fleet.base import CoreModel, Severity
 
-from fleet.base import CoreModel
-
-
-class Severity(StrEnum):
-    """How bad a problem is: errors block, warnings inform."""
-
-    ERROR = "error"
-    WARNING = "warning"
+__all__ = ["Problem", "Severity", "has_errors", "sort_problems"]
 
 
 class Problem(CoreModel):
