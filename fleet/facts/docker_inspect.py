@@ -50,34 +50,35 @@ def parse_docker_inspect(containers_json: str, images_json: str = "") -> tuple[C
 def _load_list(text: str) -> list[dict[str, Any]]:
     try:
         data = json.loads(text) if text.strip() else []
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         return []
     return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
 
 
 def _image_digests(text: str) -> dict[str, tuple[str, ...]]:
-    return {str(item.get("Id")): tuple(item.get("RepoDigests") or ()) for item in _load_list(text)}
+    return {
+        str(item.get("Id")): tuple(str(d) for d in _items(item.get("RepoDigests")))
+        for item in _load_list(text)
+    }
 
 
 def _container(item: dict[str, Any], digests: dict[str, tuple[str, ...]]) -> ContainerFact:
-    state = item.get("State") or {}
-    config = item.get("Config") or {}
-    host = item.get("HostConfig") or {}
+    state, config, host = (_mapping(item.get(key)) for key in ("State", "Config", "HostConfig"))
     image_id = str(item.get("Image") or "")
     return ContainerFact(
         id=str(item.get("Id", "")),
         name=str(item.get("Name", "")).lstrip("/"),
         state=str(state.get("Status", "unknown")),
-        exit_code=int(state.get("ExitCode") or 0),
-        restart_count=int(item.get("RestartCount") or 0),
+        exit_code=_integer(state.get("ExitCode")),
+        restart_count=_integer(item.get("RestartCount")),
         started_at=str(state.get("StartedAt") or ""),
-        pid=int(state.get("Pid") or 0),
+        pid=_integer(state.get("Pid")),
         image=str(config.get("Image") or ""),
         image_id=image_id,
         repo_digests=digests.get(image_id, ()),
-        labels={str(k): str(v) for k, v in (config.get("Labels") or {}).items()},
+        labels=_labels(config.get("Labels")),
         argv=mask_argv(
-            tuple(str(a) for a in [item.get("Path") or "", *(item.get("Args") or [])] if a)
+            tuple(str(a) for a in [item.get("Path") or "", *_items(item.get("Args"))] if a)
         ),
         ports=_ports(item),
         gpu_request=_gpu_request(host, config),
@@ -85,11 +86,38 @@ def _container(item: dict[str, Any], digests: dict[str, tuple[str, ...]]) -> Con
     )
 
 
+def _mapping(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _items(value: Any) -> list[Any]:
+    return list(value) if isinstance(value, list | tuple) else []
+
+
+def _integer(value: Any) -> int:
+    """Docker's numbers; anything else (a string, null, a float) reads as 0 or its int part."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, int | float) and value == value and abs(value) < 2**63:
+        return int(value)
+    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
+        return int(value.strip())
+    return 0
+
+
+def _labels(value: Any) -> dict[str, str]:
+    """Labels as a mapping, or the `["key=value", ...]` list some tools write."""
+    if isinstance(value, dict):
+        return {str(k): str(v) for k, v in value.items()}
+    pairs = (str(entry).partition("=") for entry in _items(value))
+    return {key: val for key, _, val in pairs if key}
+
+
 def _ports(item: dict[str, Any]) -> tuple[str, ...]:
-    bound = ((item.get("NetworkSettings") or {}).get("Ports")) or {}
+    bound = _mapping(_mapping(item.get("NetworkSettings")).get("Ports"))
     ports = []
     for container_port, bindings in bound.items():
-        for binding in bindings or []:
+        for binding in (_mapping(b) for b in _items(bindings)):
             ports.append(
                 f"{binding.get('HostIp', '')}:{binding.get('HostPort', '')}->{container_port}"
             )
@@ -97,10 +125,11 @@ def _ports(item: dict[str, Any]) -> tuple[str, ...]:
 
 
 def _gpu_request(host: dict[str, Any], config: dict[str, Any]) -> tuple[str, ...]:
-    for request in host.get("DeviceRequests") or []:
-        if "gpu" in [c for caps in request.get("Capabilities") or [] for c in caps]:
-            return tuple(str(i) for i in request.get("DeviceIDs") or ())
-    for entry in config.get("Env") or []:
+    for request in (_mapping(r) for r in _items(host.get("DeviceRequests"))):
+        capabilities = [c for caps in _items(request.get("Capabilities")) for c in _items(caps)]
+        if "gpu" in capabilities:
+            return tuple(str(i) for i in _items(request.get("DeviceIDs")))
+    for entry in _items(config.get("Env")):
         name, _, value = str(entry).partition("=")
         if name == "NVIDIA_VISIBLE_DEVICES":
             return tuple(v for v in value.split(",") if v)

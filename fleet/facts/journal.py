@@ -1,6 +1,6 @@
 """Read an apply journal: the JSON-lines file of steps an apply completed on a host.
 
-Written by `reconciler.locks.record`; read here (pure) so that `fleet plan` and the
+Written by `reconciler.workflows.locks.record`; read here (pure) so that `fleet plan` and the
 inventory can say that an apply was interrupted and which of its steps were done.
 """
 
@@ -15,8 +15,11 @@ def unfinished(journal_text: str | None) -> list[dict[str, str]]:
     for line in (journal_text or "").splitlines():
         try:
             entry = json.loads(line)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):
             continue
+        if not isinstance(entry, dict):
+            continue
+        entry = {str(k): str(v) for k, v in entry.items()}
         if entry.get("step") == "begin":
             steps = [entry]
         elif steps:

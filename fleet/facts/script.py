@@ -1,71 +1,193 @@
-"""The one shell script that gathers all of a host's facts in a single SSH round trip.
+"""The shell script that gathers a host's facts in one SSH round trip, built from entries.
 
-`fact_script` builds it (called by reconciler.observe); `split_sections` cuts what it
-printed into named sections for the parsers. Every command in it only reads: nvidia-smi
-queries, /proc/<pid>/cgroup, each container's live /proc/<pid>/cmdline, `docker inspect`,
-`docker logs`, `docker image inspect`, and the models' config.json and .PROVENANCE.txt.
+Each `Fact` pairs a section of the script's output with the command that prints it and
+the pure parser that reads it (pyinfra's fact = command + parser). `host_script` builds
+the whole-host script (called by observe); `seat_script` only what the health gate needs
+about one container (its state, argv, log and the GPU processes). `split_sections` cuts
+the output into `(section, argument, body)`. Every command only reads: nvidia-smi
+queries, /proc/<pid>/cgroup and cmdline, `docker inspect`/`logs`/`image inspect`, the
+models' config.json and provenance, and the apply lock and journal.
 """
 
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from enum import StrEnum
 
+from fleet.facts.cgroup import parse_cgroup
+from fleet.facts.docker_inspect import parse_docker_inspect
+from fleet.facts.journal import unfinished
+from fleet.facts.model_config import parse_model_config
+from fleet.facts.nvidia_smi import (
+    COMPUTE_APPS_FIELDS,
+    GPU_QUERY_FIELDS,
+    parse_compute_apps,
+    parse_gpu_query,
+    parse_nvidia_smi_table,
+)
+from fleet.facts.provenance import parse_provenance
 from fleet.names import PROVENANCE_SUFFIX, journal_path, lock_path
 
 MARK = "@@FLEET "
+LOG_LINES = 20000  # the tail of a log read per container
 
-_PRELUDE = r"""set -u
-mark() { printf '\n@@FLEET %s\n' "$*"; }
-mark gpus
-nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.used \
-  --format=csv,noheader,nounits 2>&1
-mark gpus-rc $?
-apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory \
-  --format=csv,noheader,nounits 2>/dev/null)
-mark apps
-printf '%s\n' "$apps"
-for pid in $(printf '%s\n' "$apps" | cut -d, -f1 | tr -d ' '); do
-  mark cgroup "$pid"; cat "/proc/$pid/cgroup" 2>/dev/null
-done
-ids=$(docker ps -aq --no-trunc 2>/dev/null)
-mark docker-rc $?
-if [ -n "$ids" ]; then
-  mark inspect; docker inspect $ids
-  mark images; docker image inspect $(docker inspect -f '{{.Image}}' $ids | sort -u)
-  docker inspect -f '{{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids |
-  while read -r id pid started; do
-    [ "$pid" -gt 0 ] && { mark cmdline "$id"; tr '\0' '\n' < "/proc/$pid/cmdline"; }
-    mark logs "$id"; docker logs --since "$started" "$id" 2>&1 | head -n 20000
-  done
-fi
-"""
+
+class Section(StrEnum):
+    """The sections of the script's output, in the order it prints them."""
+
+    GPUS = "gpus"
+    GPUS_RC = "gpus-rc"
+    GPU_TABLE = "gpu-table"
+    APPS = "apps"
+    CGROUP = "cgroup"
+    DOCKER_RC = "docker-rc"
+    INSPECT = "inspect"
+    IMAGES = "images"
+    CMDLINE = "cmdline"
+    LOGS = "logs"
+    MODEL = "model"
+    CONFIG = "config"
+    PROVENANCE = "provenance"
+    MISSING = "missing"
+    LOCK = "lock"
+    JOURNAL = "journal"
+    END = "end"
+
+
+@dataclass(frozen=True)
+class Fact:
+    """One fact: the section it prints, the shell that prints it, the parser that reads it."""
+
+    section: Section
+    command: str
+    parser: Callable[[str], object] | None = None
+
+
+def _query(kind: str, fields: tuple[str, ...]) -> str:
+    return f"nvidia-smi --query-{kind}={','.join(fields)} --format=csv,noheader,nounits"
+
+
+GPU_FACTS = (
+    Fact(
+        Section.GPUS,
+        f"mark gpus\n{_query('gpu', GPU_QUERY_FIELDS)} 2>&1\ngpus_rc=$?\nmark gpus-rc $gpus_rc\n",
+        parse_gpu_query,
+    ),
+    Fact(  # only where the query failed, e.g. a driver that lacks a field: the table view
+        Section.GPU_TABLE,
+        '[ "$gpus_rc" = 0 ] || [ "$gpus_rc" = 127 ] || { mark gpu-table; nvidia-smi 2>&1; }\n',
+        parse_nvidia_smi_table,
+    ),
+    Fact(
+        Section.APPS,
+        f"apps=$({_query('compute-apps', COMPUTE_APPS_FIELDS)} 2>/dev/null)\n"
+        "mark apps\nprintf '%s\\n' \"$apps\"\n",
+        parse_compute_apps,
+    ),
+    Fact(
+        Section.CGROUP,
+        "for pid in $(printf '%s\\n' \"$apps\" | cut -d, -f1 | tr -d ' '); do\n"
+        '  mark cgroup "$pid"; cat "/proc/$pid/cgroup" 2>/dev/null\ndone\n',
+        parse_cgroup,
+    ),
+)
+CONTAINER_FACTS = (
+    Fact(
+        Section.INSPECT,
+        'if [ -n "$ids" ]; then\n  mark inspect; docker inspect $ids\n',
+        parse_docker_inspect,
+    ),
+    Fact(
+        Section.IMAGES,
+        "  mark images; docker image inspect $(docker inspect -f '{{.Image}}' $ids | sort -u)\n",
+    ),
+    Fact(
+        Section.LOGS,
+        "  docker inspect -f '{{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids |\n"
+        "  while read -r id pid started; do\n"
+        '    [ "$pid" -gt 0 ] && { mark cmdline "$id";'
+        " tr '\\0' '\\n' < \"/proc/$pid/cmdline\"; }\n"
+        '    mark logs "$id"; docker logs --since "$started" "$id" 2>&1 |'
+        f" head -n {LOG_LINES}\n"
+        "  done\nfi\n",
+    ),
+)
+MODEL_FACTS = (
+    Fact(Section.MODEL, 'model() {\n  mark model "$1"; du -sb "$1" 2>/dev/null | cut -f1\n'),
+    Fact(
+        Section.CONFIG,
+        '  [ -f "$1/config.json" ] && { mark config "$1"; cat "$1/config.json"; }\n',
+        parse_model_config,
+    ),
+    Fact(
+        Section.PROVENANCE,
+        f'  [ -f "$1{PROVENANCE_SUFFIX}" ] && '
+        f'{{ mark provenance "$1"; cat "$1{PROVENANCE_SUFFIX}"; }}\n}}\n',
+        parse_provenance,
+    ),
+)
+_PRELUDE = "set -u\nmark() { printf '\\n" + MARK + '%s\\n\' "$*"; }\n'
+
+
+def apply_facts(compose_dir: str) -> tuple[Fact, ...]:
+    """The apply lock (who holds it) and the tail of the apply journal of a host."""
+    lock, journal = shlex.quote(lock_path(compose_dir)), shlex.quote(journal_path(compose_dir))
+    return (
+        Fact(Section.LOCK, f"[ -f {lock} ] && {{ mark lock; cat {lock}; }}\n"),
+        Fact(
+            Section.JOURNAL,
+            f"[ -f {journal} ] && {{ mark journal; tail -n 200 {journal}; }}\n",
+            unfinished,
+        ),
+    )
+
+
+def _commands(facts: Iterable[Fact]) -> str:
+    return "".join(fact.command for fact in facts)
+
+
+def host_script(
+    models_root: str, model_paths: Iterable[str], compose_dir: str = "/srv/fleet"
+) -> str:
+    """The script for one host: GPUs, every container, its models and every model path
+    desired/ names, and the apply lock and journal in its compose directory."""
+    root = models_root.rstrip("/") or ""
+    wanted = sorted({p.rstrip("/") for p in model_paths})
+    outside = [p for p in wanted if p.rsplit("/", 1)[0] != root]
+    return (
+        _PRELUDE
+        + _commands(GPU_FACTS)
+        + "ids=$(docker ps -aq --no-trunc 2>/dev/null)\nmark docker-rc $?\n"
+        + _commands(CONTAINER_FACTS)
+        + _commands(MODEL_FACTS)
+        + f"for dir in {shlex.quote(root or '/')}/* {_words(outside)}; do "
+        '[ -d "$dir" ] && model "$dir"; done\n'
+        + f'for dir in {_words(wanted)}; do [ -d "$dir" ] || mark missing "$dir"; done\n'
+        + _commands(apply_facts(compose_dir))
+        + "mark end\n"
+    )
+
+
+def seat_script(label: str, value: str) -> str:
+    """Only what the health gate reads about one container (labelled `label=value`): the
+    GPU processes, its inspect, live argv and log."""
+    selector = shlex.quote(f"label={label}={value}")
+    return (
+        _PRELUDE
+        + _commands(GPU_FACTS)
+        + f"ids=$(docker ps -aq --no-trunc --filter {selector} 2>/dev/null)\nmark docker-rc $?\n"
+        + _commands(CONTAINER_FACTS)
+        + "mark end\n"
+    )
 
 
 def fact_script(
     models_root: str, model_paths: Iterable[str], compose_dir: str = "/srv/fleet"
 ) -> str:
-    """The script for one host: its models, every model path desired/ names, and the
-    apply lock and journal in its compose directory."""
-    root = models_root.rstrip("/") or ""
-    wanted = sorted({p.rstrip("/") for p in model_paths})
-    outside = [p for p in wanted if p.rsplit("/", 1)[0] != root]
-    lock = shlex.quote(lock_path(compose_dir))
-    journal = shlex.quote(journal_path(compose_dir))
-    return (
-        _PRELUDE
-        + f"""model() {{
-  mark model "$1"; du -sb "$1" 2>/dev/null | cut -f1
-  [ -f "$1/config.json" ] && {{ mark config "$1"; cat "$1/config.json"; }}
-  [ -f "$1{PROVENANCE_SUFFIX}" ] && {{ mark provenance "$1"; cat "$1{PROVENANCE_SUFFIX}"; }}
-}}
-for dir in {shlex.quote(root or "/")}/* {_words(outside)}; do [ -d "$dir" ] && model "$dir"; done
-for dir in {_words(wanted)}; do [ -d "$dir" ] || mark missing "$dir"; done
-[ -f {lock} ] && {{ mark lock; cat {lock}; }}
-[ -f {journal} ] && {{ mark journal; tail -n 200 {journal}; }}
-mark end
-"""
-    )
+    """The whole-host script (`host_script`), under the name observe has always used."""
+    return host_script(models_root, model_paths, compose_dir)
 
 
 def _words(paths: list[str]) -> str:
@@ -73,7 +195,7 @@ def _words(paths: list[str]) -> str:
 
 
 def split_sections(output: str) -> list[tuple[str, str, str]]:
-    """(kind, argument, body) for each `@@FLEET kind argument` section, in order."""
+    """(section, argument, body) for each `@@FLEET section argument` part, in order."""
     sections: list[tuple[str, str, str]] = []
     kind, arg, body = "", "", []  # type: tuple[str, str, list[str]]
     for line in output.split("\n"):

@@ -17,9 +17,9 @@ from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
 from fleet.facts.journal import unfinished
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.model_config import parse_model_config
-from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query
+from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nvidia_smi_table
 from fleet.facts.provenance import parse_provenance
-from fleet.facts.script import split_sections
+from fleet.facts.script import Section, split_sections
 from fleet.facts.vllm_log import EngineReport
 from fleet.names import MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
@@ -33,7 +33,7 @@ def assemble_host(name: str, output: str) -> ObservedHost:
     sections: Sections = defaultdict(dict)
     for kind, arg, body in split_sections(output):
         sections[kind][arg] = body
-    if "end" not in sections:
+    if Section.END not in sections:
         return ObservedHost(
             name=name, reachable=False, error="fact script did not finish (output cut short)"
         )
@@ -41,22 +41,24 @@ def assemble_host(name: str, output: str) -> ObservedHost:
     processes = _processes(sections, gpus)
     docker_error = (
         None
-        if sections["docker-rc"].get("0") is not None
+        if sections[Section.DOCKER_RC].get("0") is not None
         else "docker is not answering on this host"
     )
     containers = parse_docker_inspect(
-        sections["inspect"].get("", ""), sections["images"].get("", "")
+        sections[Section.INSPECT].get("", ""), sections[Section.IMAGES].get("", "")
     )
     seats = tuple(
         _seat(
-            _live_argv(c, sections["cmdline"].get(c.id)), sections["logs"].get(c.id, ""), processes
+            _live_argv(c, sections[Section.CMDLINE].get(c.id)),
+            sections[Section.LOGS].get(c.id, ""),
+            processes,
         )
         for c in containers
     )
-    steps = unfinished(sections["journal"].get(""))
+    steps = unfinished(sections[Section.JOURNAL].get(""))
     return ObservedHost(
         name=name,
-        lock=sections["lock"].get("", "").strip() or None,
+        lock=sections[Section.LOCK].get("", "").strip() or None,
         interrupted=tuple(_step(step) for step in steps),
         gpus=gpus,
         gpu_error=gpu_error,
@@ -64,7 +66,7 @@ def assemble_host(name: str, output: str) -> ObservedHost:
         processes=processes,
         seats=seats,
         models=_models(sections),
-        missing_paths=tuple(sorted(sections["missing"])),
+        missing_paths=tuple(sorted(sections[Section.MISSING])),
     )
 
 
@@ -74,10 +76,13 @@ def _step(entry: dict[str, str]) -> str:
 
 
 def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
-    text = sections["gpus"].get("", "")
-    if "0" not in sections["gpus-rc"]:
-        lines = [line for line in text.splitlines() if line.strip()]
-        return (), (lines[0] if lines else "nvidia-smi failed")
+    text = sections[Section.GPUS].get("", "")
+    found = parse_gpu_query(text)
+    if "0" not in sections[Section.GPUS_RC]:
+        found = parse_nvidia_smi_table(sections[Section.GPU_TABLE].get("", "")).gpus
+        if not found:
+            lines = [line for line in text.splitlines() if line.strip()]
+            return (), (lines[0] if lines else "nvidia-smi failed")
     gpus = tuple(
         ObservedGpu(
             index=g.index,
@@ -86,7 +91,7 @@ def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
             memory_total_mib=g.memory_total_mib or 0,
             memory_used_mib=g.memory_used_mib or 0,
         )
-        for g in parse_gpu_query(text)
+        for g in found
         if g.index is not None
     )
     return tuple(sorted(gpus, key=lambda g: g.index)), None
@@ -94,14 +99,17 @@ def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
 
 def _processes(sections: Sections, gpus: tuple[ObservedGpu, ...]) -> tuple[GpuProcessUse, ...]:
     by_uuid = {g.uuid: g.index for g in gpus}
+    listed = parse_compute_apps(sections[Section.APPS].get("", "")) or (
+        parse_nvidia_smi_table(sections[Section.GPU_TABLE].get("", "")).processes
+    )
     uses = [
         GpuProcessUse(
             pid=p.pid,
             gpu_index=by_uuid.get(p.gpu_uuid or "", p.gpu_index),
             used_mib=p.used_memory_mib or 0,
-            container_id=parse_cgroup(sections["cgroup"].get(str(p.pid), "")),
+            container_id=parse_cgroup(sections[Section.CGROUP].get(str(p.pid), "")),
         )
-        for p in parse_compute_apps(sections["apps"].get("", ""))
+        for p in listed
     ]
     return tuple(sorted(uses, key=lambda u: (u.gpu_index or 0, u.pid)))
 
@@ -160,10 +168,10 @@ def observed_seat(
 
 def _models(sections: Sections) -> dict[str, ModelInfo]:
     models: dict[str, ModelInfo] = {}
-    for path, size in sorted(sections["model"].items()):
-        config = sections["config"].get(path)
+    for path, size in sorted(sections[Section.MODEL].items()):
+        config = sections[Section.CONFIG].get(path)
         facts = parse_model_config(config) if config is not None else None
-        provenance = sections["provenance"].get(path)
+        provenance = sections[Section.PROVENANCE].get(path)
         lineage = parse_provenance(provenance).as_dict() if provenance else {}
         models[path] = ModelInfo(
             path=path,

@@ -219,3 +219,33 @@ def test_an_interrupted_apply_and_a_held_lock_are_reported(corpus: Path) -> None
     host = assemble_host("rig", output)
     assert host.lock == "ops@laptop pid 7"
     assert host.interrupted == ("T3 begin", "T4 create-seat coder")
+
+
+def test_gpus_from_the_table_view_when_the_query_fails(corpus: Path) -> None:
+    """A driver whose nvidia-smi refuses the query still shows its GPUs in the table."""
+    table = corpus / "nvidia-smi" / "l40s_1gpu_driver580_cuda13.0_process-list.nvidia-smi.txt"
+    output = "\n".join(
+        [
+            "@@FLEET gpus",
+            'Field "memory.used" is not a valid field to query.',
+            "@@FLEET gpus-rc 2",
+            "@@FLEET gpu-table",
+            table.read_text(),
+            "@@FLEET apps",
+            "",
+            "@@FLEET docker-rc 0",
+            "@@FLEET end",
+        ]
+    )
+    host = assemble_host("lone", output)
+    assert host.gpu_error is None
+    assert [(g.index, g.name, g.memory_total_mib, g.memory_used_mib) for g in host.gpus] == [
+        (0, "NVIDIA L40S", 46068, 803)
+    ]
+    assert [p.gpu_index for p in host.processes] and all(p.gpu_index == 0 for p in host.processes)
+
+
+def test_a_failed_query_without_a_table_is_a_gpu_error() -> None:
+    output = "@@FLEET gpus\nNVIDIA-SMI has failed\n@@FLEET gpus-rc 9\n@@FLEET end\n"
+    host = assemble_host("lone", output)
+    assert host.gpus == () and host.gpu_error == "NVIDIA-SMI has failed"

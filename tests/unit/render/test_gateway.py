@@ -10,12 +10,12 @@ import pytest
 
 from fleet.observed.gateway_config import parse_gateway_config
 from fleet.render.gateway import desired_entries, render_gateway_config
+from tests.conftest import CORPUS
 from tests.unit.render.test_compose import example
 
 GOLDEN = Path(__file__).parent / "golden"
-CORPUS_CONFIGS = sorted(
-    (Path(__file__).resolve().parents[4] / "shared" / "corpus" / "litellm-configs").glob("*.yaml")
-)
+CORPUS_CONFIGS = sorted((CORPUS / "litellm-configs").glob("*.yaml"))
+assert CORPUS_CONFIGS, f"no LiteLLM configs under {CORPUS}"
 
 
 def test_hand_kept_config_matches_golden() -> None:
