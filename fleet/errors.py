@@ -53,13 +53,9 @@ class FactError(FleetError):
 class HostError(FleetError):
     """A host could not be reached, or a command on it failed."""
 
-    temporary = False
-
 
 class HostUnreachable(HostError):
     """The host or its sshd did not answer; trying again later may work."""
-
-    temporary = True
 
 
 class HostAuthError(HostError):

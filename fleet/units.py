@@ -50,9 +50,4 @@ def format_bytes(size: int) -> str:
     return str(size)
 
 
-def to_gib(size: int) -> float:
-    """Bytes as GiB, for tables."""
-    return size / 1024**3
-
-
 ByteSize = Annotated[int, BeforeValidator(parse_bytes), PlainSerializer(format_bytes)]
