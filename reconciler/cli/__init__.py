@@ -1,6 +1,7 @@
 """The `fleet` command line: the one place that prints errors and picks exit codes.
 
-Exit codes: 0 success or in sync, 2 differences found (plan, check), 1 any error.
+Exit codes: 0 success or in sync, 2 differences found (plan, check), 1 any error,
+a usage mistake (an unknown command or option) included.
 A `FleetError` prints one red line; anything else prints "internal error" and where the
 traceback was written, never the traceback itself (locals could hold secrets).
 """
@@ -70,7 +71,7 @@ def version() -> None:
 def main() -> None:
     """Entry point: run the app inside the one error boundary."""
     try:
-        code = app(standalone_mode=False)
+        code = app(standalone_mode=False, prog_name="fleet")
     except typer.Exit as done:
         code = done.exit_code
     except ValidationFailed as failure:
@@ -80,15 +81,28 @@ def main() -> None:
     except FleetError as failure:
         err.print(f"error: {failure}", style="red", markup=False)
         sys.exit(1)
-    except click.exceptions.Abort:
+    except (click.exceptions.Abort, typer.Abort):
         err.print("aborted", style="red")
         sys.exit(1)
-    except click.ClickException as failure:
-        failure.show()
-        sys.exit(failure.exit_code)
+    except USAGE_ERRORS as failure:
+        sys.exit(_usage_error(failure))
     except Exception as failure:  # the boundary: anything else is our bug
         sys.exit(_internal_error(failure))
     sys.exit(code if isinstance(code, int) else 0)
+
+
+USAGE_ERRORS: tuple[type[Exception], ...] = (click.ClickException, typer.TyperException)
+
+
+def _usage_error(failure: Exception) -> int:
+    """A mistake on the command line: the usage line and one message, exit 1 (2 is drift)."""
+    context = getattr(failure, "ctx", None)
+    if context is not None:
+        err.print(context.get_usage(), markup=False)
+        err.print(f"Try '{context.command_path} --help' for help.", markup=False)
+    message = getattr(failure, "format_message", lambda: str(failure))()
+    err.print(f"error: {message}", style="red", markup=False)
+    return 1
 
 
 def _internal_error(failure: BaseException) -> int:
