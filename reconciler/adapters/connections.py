@@ -2,6 +2,7 @@
 
 Observe and apply share them, so every command costs each host one SSH connection. The
 journals of all connections record every command, SFTP operation and channel opened.
+`Connections` implements `reconciler.host.Sessions`.
 """
 
 from __future__ import annotations

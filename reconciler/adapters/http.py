@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fleet.errors import HostError, HostUnreachable
-from reconciler.adapters.ssh import HostConnection
+from reconciler.host import HostSession
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class HttpReply:
 
 
 def request_via(
-    conn: HostConnection,
+    conn: HostSession,
     address: str,
     port: int,
     method: str,
@@ -56,11 +56,11 @@ def request_via(
             raw.extend(chunk)
     except OSError as err:
         raise HostUnreachable(
-            f"{address}:{port} did not answer {method} {path}: {err}", where=conn.target.name
+            f"{address}:{port} did not answer {method} {path}: {err}", where=conn.name
         ) from err
     finally:
         channel.close()
-    return _parse_reply(bytes(raw), conn.target.name)
+    return _parse_reply(bytes(raw), conn.name)
 
 
 def _parse_reply(raw: bytes, where: str) -> HttpReply:

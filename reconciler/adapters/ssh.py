@@ -4,13 +4,13 @@ Used by observe and apply. Host aliases are resolved through an ssh_config file;
 are checked against known_hosts with paramiko's RejectPolicy, so an unknown or changed key
 is an error, never a prompt. paramiko's exceptions are mapped to `HostError`s here.
 Every operation is appended to `journal`, which the read-only tests inspect.
+`HostConnection` implements `reconciler.host.HostSession`.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import stat
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,6 +19,8 @@ import paramiko
 
 from fleet.errors import HostAuthError, HostError, HostUnreachable
 from fleet.spec.models import Host
+from reconciler.host import CommandResult as CommandResult
+from reconciler.host import checked
 
 # paramiko logs refused channels and failed handshakes itself; fleet reports them once, as
 # HostErrors, so its own logger stays quiet.
@@ -35,15 +37,6 @@ class SshTarget:
     user: str
     key_files: tuple[str, ...]
     known_hosts: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """What a remote command printed and how it exited."""
-
-    exit_status: int
-    stdout: str
-    stderr: str
 
 
 def ssh_config_path(configured: str | None) -> Path | None:
@@ -129,6 +122,11 @@ class HostConnection:
         self.journal.append(("connect", self._where()))
         return self
 
+    @property
+    def name(self) -> str:
+        """The host's name in desired/."""
+        return self.target.name
+
     def _where(self) -> str:
         return f"{self.target.user}@{self.target.hostname}:{self.target.port}"
 
@@ -175,15 +173,7 @@ class HostConnection:
 
     def check(self, command: str, *, stdin: str | None = None, timeout: float | None = None) -> str:
         """Run a command that must succeed; HostError naming its stderr otherwise."""
-        result = self.run(command, stdin=stdin, timeout=timeout)
-        if result.exit_status != 0:
-            reason = (result.stderr.strip() or result.stdout.strip()).splitlines()
-            raise HostError(
-                f"`{command.split()[0]}` exited {result.exit_status}: "
-                f"{reason[-1] if reason else 'no output'}",
-                where=self.target.name,
-            )
-        return result.stdout
+        return checked(self.target.name, command, self.run(command, stdin=stdin, timeout=timeout))
 
     def read_file(self, path: str) -> str | None:
         """A remote file's text over SFTP; None if it does not exist."""
@@ -208,15 +198,6 @@ class HostConnection:
                 sftp.posix_rename(temporary, path)
         except (paramiko.SSHException, OSError) as err:
             raise HostError(f"cannot write {path}: {err}", where=self.target.name) from err
-
-    def exists(self, path: str) -> bool:
-        """True if a remote path exists (SFTP stat)."""
-        self.journal.append(("sftp-stat", path))
-        try:
-            with self.client.open_sftp() as sftp:
-                return stat.S_IFMT(sftp.stat(path).st_mode or 0) != 0
-        except FileNotFoundError:
-            return False
 
     def open_tcp(self, address: str, port: int, timeout: float = 5.0) -> paramiko.Channel:
         """A TCP stream to address:port opened from the host itself (direct-tcpip)."""

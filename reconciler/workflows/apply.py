@@ -24,7 +24,7 @@ from fleet.render.compose import compose_path
 from fleet.render.gateway import render_gateway_config
 from fleet.render.yamltext import load_yaml
 from fleet.spec.models import DesiredFleet, Gateway
-from reconciler.adapters.connections import Connections
+from reconciler.host import Sessions
 from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
@@ -60,7 +60,7 @@ class Undo:
 
 def apply_plan(
     fleet: DesiredFleet,
-    connections: Connections,
+    connections: Sessions,
     plan: Plan,
     options: ApplyOptions,
     reporter: Reporter,
@@ -93,7 +93,7 @@ def apply_plan(
 
 def _run(
     fleet: DesiredFleet,
-    connections: Connections,
+    connections: Sessions,
     plan: Plan,
     options: ApplyOptions,
     reporter: Reporter,
@@ -135,7 +135,7 @@ def _by_host(actions: tuple[Action, ...], wave: int) -> dict[str, list[Action]]:
 
 def _apply_seats(
     fleet: DesiredFleet,
-    connections: Connections,
+    connections: Sessions,
     actions: tuple[Action, ...],
     options: ApplyOptions,
     reporter: Reporter,
@@ -169,7 +169,7 @@ def _apply_seats(
 
 def _apply_gateway(
     fleet: DesiredFleet,
-    connections: Connections,
+    connections: Sessions,
     actions: tuple[Action, ...],
     options: ApplyOptions,
     reporter: Reporter,
@@ -212,7 +212,7 @@ def _chats(fleet: DesiredFleet, alias: str) -> bool:
 
 def _apply_removals(
     fleet: DesiredFleet,
-    connections: Connections,
+    connections: Sessions,
     actions: tuple[Action, ...],
     options: ApplyOptions,
     reporter: Reporter,
@@ -235,7 +235,7 @@ def _apply_removals(
 
 def rollback(
     fleet: DesiredFleet,
-    connections: Connections,
+    connections: Sessions,
     undo: Undo,
     options: ApplyOptions,
     reporter: Reporter,
@@ -264,7 +264,7 @@ def rollback(
 
 
 def _restore_gateway(
-    connections: Connections, gateway: Gateway, previous: str, reporter: Reporter
+    connections: Sessions, gateway: Gateway, previous: str, reporter: Reporter
 ) -> str:
     conn = connections.get(gateway.host)
     reporter.step(f"{gateway.host}: put the previous gateway config back")
@@ -293,7 +293,7 @@ def _port_in(compose_text: str | None, service: str) -> int | None:
 
 
 def _await_previous(
-    connections: Connections,
+    connections: Sessions,
     fleet: DesiredFleet,
     host_name: str,
     service: str,

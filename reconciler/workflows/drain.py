@@ -13,7 +13,7 @@ from typing import Protocol
 from fleet.errors import FleetError
 from fleet.spec.models import Host
 from reconciler.adapters.http import request_via
-from reconciler.adapters.ssh import HostConnection
+from reconciler.host import HostSession
 from reconciler.workflows.seats import seat_address
 
 _RUNNING = re.compile(r"^vllm:num_requests_running(?:\{[^}]*\})?\s+([0-9.eE+-]+)", re.M)
@@ -32,7 +32,7 @@ def running_requests(metrics: str) -> float | None:
 
 
 def drain(
-    conn: HostConnection,
+    conn: HostSession,
     host: Host,
     seat: str,
     timeout: float,
@@ -59,7 +59,7 @@ def drain(
         time.sleep(1.0)
 
 
-def _port_of(conn: HostConnection, seat: str) -> int | None:
+def _port_of(conn: HostSession, seat: str) -> int | None:
     """The published port of the seat's container, from docker."""
     result = conn.run("docker ps --filter label=fleet.seat=" + seat + " --format '{{.Ports}}'")
     match = re.search(r":(\d+)->", result.stdout)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from fleet.errors import FleetError, GatewayError
 from fleet.spec.models import Gateway
 from reconciler.adapters.http import request_url
-from reconciler.adapters.ssh import HostConnection
+from reconciler.host import HostSession
 
 Waiting = Callable[[str, float], None]
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -36,7 +36,7 @@ def master_key(gateway: Gateway) -> str | None:
     return value
 
 
-def upload_config(conn: HostConnection, gateway: Gateway, text: str) -> None:
+def upload_config(conn: HostSession, gateway: Gateway, text: str) -> None:
     """Write the config atomically; the previous one stays as <path>.fleet-prev."""
     previous = conn.read_file(gateway.config_path)
     if previous is not None:
@@ -44,7 +44,7 @@ def upload_config(conn: HostConnection, gateway: Gateway, text: str) -> None:
     conn.write_file_atomic(gateway.config_path, text)
 
 
-def restart(conn: HostConnection, gateway: Gateway) -> None:
+def restart(conn: HostSession, gateway: Gateway) -> None:
     """Restart the proxy the way gateway.yaml says; GatewayError if it does not come up."""
     if gateway.restart.container:
         command = f"docker restart {shlex.quote(gateway.restart.container)}"

@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from fleet import names
 from fleet.errors import LockError
 from fleet.spec.models import Host
-from reconciler.adapters.ssh import HostConnection
+from reconciler.host import HostSession
 
 
 def lock_path(host: Host) -> str:
@@ -39,7 +39,7 @@ def holder() -> str:
     return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} `{command}` since {now}"
 
 
-def acquire(conn: HostConnection, host: Host) -> None:
+def acquire(conn: HostSession, host: Host) -> None:
     """Take the host's lock, or LockError naming who holds it."""
     path = shlex.quote(lock_path(host))
     directory = shlex.quote(host.compose_dir)
@@ -56,12 +56,12 @@ def acquire(conn: HostConnection, host: Host) -> None:
         )
 
 
-def release(conn: HostConnection, host: Host) -> None:
+def release(conn: HostSession, host: Host) -> None:
     """Drop the host's lock."""
     conn.run(f"rm -f {shlex.quote(lock_path(host))}")
 
 
-def record(conn: HostConnection, host: Host, step: str, **details: str) -> None:
+def record(conn: HostSession, host: Host, step: str, **details: str) -> None:
     """Append one completed step to the host's journal."""
     line = json.dumps(
         {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "step": step, **details},

@@ -18,13 +18,12 @@ from fleet.observed.assemble import assemble_host
 from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import BackendProbe, Observation, ObservedGateway, ObservedHost
 from fleet.spec.models import DesiredFleet, Gateway
-from reconciler.adapters.connections import Connections
 from reconciler.adapters.http import request_via
-from reconciler.adapters.ssh import HostConnection
+from reconciler.host import HostSession, Sessions
 
 
 def observe_fleet(
-    desired: DesiredFleet, connections: Connections, hosts: list[str] | None = None
+    desired: DesiredFleet, connections: Sessions, hosts: list[str] | None = None
 ) -> Observation:
     """The whole fleet (or the named hosts), observed in parallel."""
     names = sorted(hosts or desired.hosts)
@@ -44,14 +43,14 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _observe_one(desired: DesiredFleet, connections: Connections, name: str) -> ObservedHost:
+def _observe_one(desired: DesiredFleet, connections: Sessions, name: str) -> ObservedHost:
     try:
         return observe_host(desired, connections.get(name), name)
     except FleetError as err:
         return ObservedHost(name=name, reachable=False, error=err.message)
 
 
-def observe_host(desired: DesiredFleet, conn: HostConnection, name: str) -> ObservedHost:
+def observe_host(desired: DesiredFleet, conn: HostSession, name: str) -> ObservedHost:
     """All facts of one host, in one round trip."""
     spec = desired.hosts[name]
     paths = [s.model for s in desired.seats_on(name)]
@@ -67,7 +66,7 @@ def observe_host(desired: DesiredFleet, conn: HostConnection, name: str) -> Obse
     return observed
 
 
-def observe_gateway(gateway: Gateway, connections: Connections) -> ObservedGateway:
+def observe_gateway(gateway: Gateway, connections: Sessions) -> ObservedGateway:
     """The gateway's config and whether each backend answers from the gateway host."""
     try:
         conn = connections.get(gateway.host)
@@ -100,7 +99,7 @@ def observe_gateway(gateway: Gateway, connections: Connections) -> ObservedGatew
     )
 
 
-def probe_backend(conn: HostConnection, api_base: str) -> BackendProbe:
+def probe_backend(conn: HostSession, api_base: str) -> BackendProbe:
     """GET <api_base>/models from the gateway host: does it answer, what does it serve."""
     parts = urlsplit(api_base)
     if parts.hostname is None or parts.scheme not in ("http", "https"):

@@ -21,9 +21,8 @@ from fleet.render.compose import HEADER, compose_path, project_name, render_serv
 from fleet.render.yamltext import dump_yaml, load_yaml
 from fleet.secrets import referenced_variables
 from fleet.spec.models import DesiredFleet, Host
-from reconciler.adapters.connections import Connections
 from reconciler.adapters.http import request_via
-from reconciler.adapters.ssh import HostConnection
+from reconciler.host import HostSession, Sessions
 from reconciler.workflows.observe import observe_host
 
 Waiting = Callable[[str, float], None]  # (reason, seconds waited) -> None
@@ -77,7 +76,7 @@ def env_file(text: str) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def upload_compose(conn: HostConnection, host: Host, text: str, previous: str | None) -> None:
+def upload_compose(conn: HostSession, host: Host, text: str, previous: str | None) -> None:
     """Write the compose file (and its .env) atomically, keeping `previous` (the file as the
     caller just read it) beside it as compose.yaml.prev."""
     path = compose_path(host)
@@ -89,7 +88,7 @@ def upload_compose(conn: HostConnection, host: Host, text: str, previous: str | 
     conn.write_file_atomic(path, text)
 
 
-def restore_compose(conn: HostConnection, host: Host, previous: str | None) -> None:
+def restore_compose(conn: HostSession, host: Host, previous: str | None) -> None:
     """Put the previous compose file back (or remove the file if there was none)."""
     path = compose_path(host)
     if previous is None:
@@ -98,12 +97,12 @@ def restore_compose(conn: HostConnection, host: Host, previous: str | None) -> N
         conn.write_file_atomic(path, previous)
 
 
-def start_service(conn: HostConnection, fleet: DesiredFleet, host: Host, service: str) -> None:
+def start_service(conn: HostSession, fleet: DesiredFleet, host: Host, service: str) -> None:
     """Create or recreate one service, leaving every other one alone."""
     conn.check(compose(fleet, host, "up", "-d", "--no-deps", service), timeout=900)
 
 
-def stop_service(conn: HostConnection, fleet: DesiredFleet, host: Host, service: str) -> None:
+def stop_service(conn: HostSession, fleet: DesiredFleet, host: Host, service: str) -> None:
     """Stop and remove one service's container."""
     conn.check(compose(fleet, host, "rm", "--stop", "--force", service), timeout=300)
 
@@ -113,7 +112,7 @@ def seat_address(host: Host) -> str:
     return "127.0.0.1" if host.publish_address in ("0.0.0.0", "") else host.publish_address
 
 
-def endpoints(conn: HostConnection, host: Host, port: int) -> Endpoints:
+def endpoints(conn: HostSession, host: Host, port: int) -> Endpoints:
     """/health status and /v1/models ids of an engine, asked from its host."""
     address = seat_address(host)
     try:
@@ -126,7 +125,7 @@ def endpoints(conn: HostConnection, host: Host, port: int) -> Endpoints:
 
 
 def look(
-    connections: Connections, fleet: DesiredFleet, seat_name: str
+    connections: Sessions, fleet: DesiredFleet, seat_name: str
 ) -> tuple[ObservedSeat | None, Endpoints, bool]:
     """One observation of a seat: its facts, its endpoints, whether GPU facts were read."""
     seat = fleet.seats[seat_name]
@@ -139,7 +138,7 @@ def look(
 
 
 def wait_healthy(
-    connections: Connections,
+    connections: Sessions,
     fleet: DesiredFleet,
     seat_name: str,
     timeout: float,

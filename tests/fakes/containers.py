@@ -1,0 +1,166 @@
+"""The containers of a fake host, and what the fact script would print about them.
+
+`FakeHost` (tests.fakes.host) creates a `FakeContainer` from a compose service when a test's
+apply runs `docker compose ... up -d --no-deps SERVICE`. `fact_output` prints the
+`@@FLEET <section> <arg>` text the fact script prints on a real host (nvidia-smi lines,
+cgroups, `docker inspect` JSON, engine logs, the lock and the journal), so observe's real
+parser (`fleet.observed.assemble`) and the health gate read the fake as they read a host.
+A running vLLM container logs a KV cache of 1.5x its --max-model-len.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fleet.names import JOURNAL_NAME, LOCK_NAME, SEAT_LABEL
+
+GPU_MIB = 97887
+ENGINE_MIB = 20480  # what a running engine holds on each of its GPUs
+KV_FACTOR = 1.5  # KV-cache tokens a fake engine logs, per token of context
+
+
+@dataclass
+class FakeContainer:
+    """One container a compose `up` created from a service definition."""
+
+    id: str
+    name: str
+    service: str
+    definition: dict[str, Any]
+    pid: int
+    state: str = "running"
+    exit_code: int = 0
+    log: str = ""
+
+    @property
+    def argv(self) -> list[str]:
+        """The process docker starts: entrypoint + command, compose's `$$` unescaped."""
+        words = [
+            *(self.definition.get("entrypoint") or []),
+            *(self.definition.get("command") or []),
+        ]
+        return [str(w).replace("$$", "$") for w in words]
+
+    @property
+    def labels(self) -> dict[str, str]:
+        """The container's labels."""
+        return {str(k): str(v) for k, v in (self.definition.get("labels") or {}).items()}
+
+    @property
+    def gpus(self) -> list[int]:
+        """GPU indices the container was given (device_ids, or NVIDIA_VISIBLE_DEVICES)."""
+        reservations = (self.definition.get("deploy") or {}).get("resources") or {}
+        for device in (reservations.get("reservations") or {}).get("devices") or []:
+            return [int(i) for i in device.get("device_ids") or []]
+        visible = str(self.environment().get("NVIDIA_VISIBLE_DEVICES", ""))
+        return [int(i) for i in visible.split(",") if i.isdigit()]
+
+    @property
+    def ports(self) -> list[tuple[str, int, int]]:
+        """(host address, host port, container port) of each published port."""
+        found = []
+        for spec in self.definition.get("ports") or []:
+            address, host_port, container_port = str(spec).rsplit(":", 2)
+            found.append((address, int(host_port), int(container_port)))
+        return found
+
+    @property
+    def running(self) -> bool:
+        """True while the container runs."""
+        return self.state == "running"
+
+    def environment(self) -> dict[str, str]:
+        """The service's environment as a mapping."""
+        env = self.definition.get("environment") or {}
+        if isinstance(env, list):
+            return dict(str(e).partition("=")[::2] for e in env)
+        return {str(k): str(v) for k, v in env.items()}
+
+    def inspect(self) -> dict[str, Any]:
+        """What `docker inspect` prints for it."""
+        argv = self.argv
+        host_config: dict[str, Any] = {"Runtime": str(self.definition.get("runtime") or "runc")}
+        if "deploy" in self.definition:
+            ids = [str(g) for g in self.gpus]
+            host_config["DeviceRequests"] = [
+                {"Driver": "nvidia", "DeviceIDs": ids, "Capabilities": [["gpu"]]}
+            ]
+        return {
+            "Id": self.id,
+            "Name": f"/{self.name}",
+            "Path": argv[0] if argv else "",
+            "Args": argv[1:],
+            "State": {
+                "Status": self.state,
+                "Running": self.running,
+                "Pid": self.pid if self.running else 0,
+                "ExitCode": self.exit_code,
+                "StartedAt": "2026-12-01T10:00:00.000Z",
+            },
+            "RestartCount": 0,
+            "Image": "sha256:" + "c" * 64,
+            "Config": {
+                "Image": str(self.definition.get("image") or ""),
+                "Labels": self.labels,
+                "Env": [f"{k}={v}" for k, v in sorted(self.environment().items())],
+            },
+            "HostConfig": host_config,
+            "NetworkSettings": {
+                "Ports": {f"{c}/tcp": [{"HostIp": a, "HostPort": str(p)}] for a, p, c in self.ports}
+            },
+        }
+
+    def ps_ports(self) -> str:
+        """The `{{.Ports}}` column of `docker ps`."""
+        return ", ".join(f"{a}:{p}->{c}/tcp" for a, p, c in self.ports)
+
+    def seat(self) -> str | None:
+        """The fleet seat the container serves (its label)."""
+        return self.labels.get(SEAT_LABEL)
+
+
+def engine_log(argv: list[str]) -> str:
+    """The startup log of a healthy fake vLLM: its KV cache, 1.5x its context."""
+    context = int(argv[argv.index("--max-model-len") + 1]) if "--max-model-len" in argv else 4096
+    return (
+        "INFO 12-01 10:00:05 [kv_cache_utils.py:1087] "
+        f"GPU KV cache size: {int(context * KV_FACTOR):,} tokens\n"
+    )
+
+
+def gpu_uuid(index: int) -> str:
+    """The UUID nvidia-smi reports for a fake GPU."""
+    return f"GPU-fake0000-0000-0000-0000-{index:012d}"
+
+
+def fact_output(
+    containers: Mapping[str, FakeContainer], gpu_count: int, files: Mapping[str, str]
+) -> str:
+    """The fact script's output for a host with these containers, GPUs and files."""
+    running = [c for c in containers.values() if c.running]
+    used = {i: sum(ENGINE_MIB for c in running if i in c.gpus) for i in range(gpu_count)}
+    parts = ["@@FLEET gpus"]
+    parts += [
+        f"{i}, {gpu_uuid(i)}, NVIDIA FAKE GPU, {GPU_MIB}, {used[i]}" for i in range(gpu_count)
+    ]
+    parts += ["@@FLEET gpus-rc 0", "@@FLEET apps"]
+    workers = [(c.pid + n, gpu, c) for c in running for n, gpu in enumerate(c.gpus)]
+    parts += [f"{pid}, {gpu_uuid(gpu)}, {ENGINE_MIB}" for pid, gpu, _ in workers]
+    for pid, _, container in workers:
+        parts += [f"@@FLEET cgroup {pid}", f"0::/system.slice/docker-{container.id}.scope"]
+    parts.append("@@FLEET docker-rc 0")
+    if containers:
+        images = [{"Id": "sha256:" + "c" * 64, "RepoDigests": []}]
+        inspected = [c.inspect() for c in containers.values()]
+        parts += ["@@FLEET inspect", json.dumps(inspected), "@@FLEET images", json.dumps(images)]
+        for container in containers.values():
+            parts += [f"@@FLEET logs {container.id}", container.log]
+    for path, text in sorted(files.items()):
+        kind = {LOCK_NAME: "lock", JOURNAL_NAME: "journal"}.get(path.rsplit("/", 1)[-1])
+        if kind:
+            parts += [f"@@FLEET {kind}", text]
+    parts.append("@@FLEET end")
+    return "\n".join(parts) + "\n"

@@ -1,0 +1,270 @@
+"""`FakeHost`: an in-memory `reconciler.host.HostSession`, so the workflows run without SSH.
+
+The idea is httpx's MockTransport: a fake at our own seam, not a mock of paramiko. A fake
+host keeps its files in a dict, journals every operation like `HostConnection.journal`,
+and answers exactly the commands fleet issues through a table of handlers (regex ->
+function): the apply lock, `rm -f`, the journal's append, `mkdir -p`, one compose service
+`up -d --no-deps` / `rm --stop --force`, `docker ps` for a seat's port, `docker restart`
+and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`). Any other
+command raises AssertionError naming it, so a test sees a new command at once.
+
+`open_tcp` serves HTTP: what the test registered with `serve` for (address, port, path),
+else, when a running container publishes that port, what a healthy vLLM answers (/health
+200, /v1/models listing its served name, /metrics with no request running); a port that
+has neither is refused (HostUnreachable, worded as the SSH adapter words it).
+
+A test makes a step fail with `fail_on` (a command or `write PATH` containing the key
+fails, every time, with the value as stderr or `exit N: stderr`) or makes the next start
+of a service crash with `crashes` (the container exits 1 with that line in its log).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http import HTTPStatus
+
+from fleet.errors import HostError, HostUnreachable
+from fleet.render.yamltext import load_yaml
+from reconciler.host import CommandResult, checked
+from tests.fakes.containers import FakeContainer, engine_log, fact_output
+
+Handler = Callable[["FakeHost", list[str], str | None], CommandResult]
+
+_WORD = r"""((?:'[^']*'|"[^"]*"|[^\s'"<>|&;()])+)"""
+OK = CommandResult(0, "", "")
+
+
+@dataclass(frozen=True)
+class Reply:
+    """One canned HTTP answer."""
+
+    status: int
+    body: str = ""
+
+
+@dataclass
+class FakeChannel:
+    """A TCP stream that answers one HTTP request from a route table."""
+
+    routes: dict[str, list[Reply]]
+    sent: bytearray = field(default_factory=bytearray)
+    timeout: float | None = None
+    closed: bool = False
+    _reply: bytes = b""
+
+    def settimeout(self, timeout: float | None, /) -> None:
+        self.timeout = timeout
+
+    def sendall(self, data: bytes, /) -> None:
+        self.sent += data
+        if b"\r\n\r\n" in self.sent and not self._reply:
+            path = self.sent.split(b" ", 2)[1].decode()
+            replies = self.routes.get(path) or [Reply(404, "not found")]
+            reply = replies.pop(0) if len(replies) > 1 else replies[0]
+            body = reply.body.encode()
+            self._reply = (
+                f"HTTP/1.1 {reply.status} {HTTPStatus(reply.status).phrase}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            ).encode() + body
+
+    def recv(self, size: int, /) -> bytes:
+        chunk, self._reply = self._reply[:size], self._reply[size:]
+        return chunk
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@dataclass
+class FakeHost:
+    """One host in memory; see the module docstring for what it answers."""
+
+    name: str
+    files: dict[str, str] = field(default_factory=dict)
+    gpus: int = 4
+    fail_on: dict[str, str] = field(default_factory=dict)
+    crashes: dict[str, str] = field(default_factory=dict)
+    journal: list[tuple[str, str]] = field(default_factory=list)
+    modes: dict[str, int] = field(default_factory=dict)
+    directories: set[str] = field(default_factory=set)
+    containers: dict[str, FakeContainer] = field(default_factory=dict)
+    started: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    routes: dict[tuple[str, int], dict[str, list[Reply]]] = field(default_factory=dict)
+    _pids: int = 4000
+
+    def run(
+        self, command: str, *, stdin: str | None = None, timeout: float | None = None
+    ) -> CommandResult:
+        self.journal.append(("exec", command))
+        if failure := self._failure(command):
+            return failure
+        for pattern, handler in HANDLERS:
+            if match := pattern.fullmatch(command):
+                words = [shlex.split(w)[0] if w else "" for w in match.groups()]
+                return handler(self, words, stdin)
+        raise AssertionError(f"FakeHost {self.name}: no handler for command: {command}")
+
+    def check(self, command: str, *, stdin: str | None = None, timeout: float | None = None) -> str:
+        return checked(self.name, command, self.run(command, stdin=stdin, timeout=timeout))
+
+    def read_file(self, path: str) -> str | None:
+        self.journal.append(("sftp-read", path))
+        return self.files.get(path)
+
+    def write_file_atomic(self, path: str, text: str, mode: int = 0o644) -> None:
+        self.journal.append(("sftp-write", path))
+        if failure := self._failure(f"write {path}"):
+            raise HostError(f"cannot write {path}: {failure.stderr}", where=self.name)
+        self.files[path], self.modes[path] = text, mode
+
+    def open_tcp(self, address: str, port: int, timeout: float = 5.0) -> FakeChannel:
+        self.journal.append(("tcp", f"{address}:{port}"))
+        engine = self._engine_routes(address, port)
+        registered = self.routes.get((address, port))
+        if engine is None and registered is None:
+            raise HostUnreachable(
+                f"connection to {address}:{port} refused (from {self.name})", where=self.name
+            )
+        return FakeChannel({**(engine or {}), **(registered or {})})
+
+    def serve(self, address: str, port: int, path: str, *replies: Reply) -> None:
+        """Answer GET/POST `path` on address:port with these replies in turn (the last
+        one repeats)."""
+        self.routes.setdefault((address, port), {})[path] = list(replies)
+
+    def compose_up(self, project: str, compose_file: str, service: str) -> CommandResult:
+        """(Re)create one service's container from the compose file, as compose would."""
+        text = self.files.get(compose_file)
+        if text is None:
+            return CommandResult(1, "", f"open {compose_file}: no such file or directory")
+        definition = ((load_yaml(text) or {}).get("services") or {}).get(service)
+        if definition is None:
+            return CommandResult(1, "", f"no such service: {service}")
+        self._pids += 100
+        crash = self.crashes.pop(service, None)
+        container = FakeContainer(
+            id=hashlib.sha256(f"{self.name}/{service}/{self._pids}".encode()).hexdigest(),
+            name=f"{project}-{service}-1",
+            service=service,
+            definition=json.loads(json.dumps(definition)),
+            pid=self._pids,
+            state="exited" if crash else "running",
+            exit_code=1 if crash else 0,
+        )
+        container.log = f"{crash}\n" if crash else engine_log(container.argv)
+        self.containers[service] = container
+        self.started.append(service)
+        return OK
+
+    def _engine_routes(self, address: str, port: int) -> dict[str, list[Reply]] | None:
+        for container in self.containers.values():
+            for bound, published, _ in container.ports:
+                if container.running and published == port and bound in (address, "0.0.0.0"):
+                    argv = container.argv
+                    named = "--served-model-name" in argv
+                    name = (
+                        argv[argv.index("--served-model-name") + 1] if named else container.service
+                    )
+                    models = {"object": "list", "data": [{"id": name, "object": "model"}]}
+                    return {
+                        "/health": [Reply(200)],
+                        "/v1/models": [Reply(200, json.dumps(models))],
+                        "/metrics": [
+                            Reply(200, f'vllm:num_requests_running{{model_name="{name}"}} 0.0\n')
+                        ],
+                    }
+        return None
+
+    def _failure(self, operation: str) -> CommandResult | None:
+        for key, message in self.fail_on.items():
+            if key in operation:
+                status, _, stderr = message.partition(": ")
+                if re.fullmatch(r"exit \d+", status):
+                    return CommandResult(int(status.split()[1]), "", stderr)
+                return CommandResult(1, "", message)
+        return None
+
+
+@dataclass
+class FakeSessions:
+    """`reconciler.host.Sessions` over fake hosts, by name."""
+
+    hosts: dict[str, FakeHost]
+
+    def get(self, host: str) -> FakeHost:
+        if host not in self.hosts:
+            raise AssertionError(f"FakeSessions: no fake host named {host!r}")
+        return self.hosts[host]
+
+
+def _lock(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    directory, holder, path = words
+    if path in host.files:  # noclobber: the redirection fails, 2>/dev/null hides why
+        return CommandResult(1, "", "")
+    host.directories.add(directory)
+    host.files[path] = holder + "\n"
+    return OK
+
+
+def _rm(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    host.files.pop(words[0], None)
+    return OK
+
+
+def _append(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    line, path = words
+    host.files[path] = host.files.get(path, "") + line + "\n"
+    return OK
+
+
+def _mkdir(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    host.directories.add(words[0])
+    return OK
+
+
+def _compose(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    project, compose_file, verb, service = words
+    if verb == "up":
+        return host.compose_up(project, compose_file, service)
+    if host.containers.pop(service, None) is not None:
+        host.removed.append(service)
+    return OK
+
+
+def _ps_ports(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    rows = [c.ps_ports() for c in host.containers.values() if c.running and c.seat() == words[0]]
+    return CommandResult(0, "".join(f"{row}\n" for row in rows), "")
+
+
+def _restart(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    return OK
+
+
+def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
+    assert stdin and "@@FLEET" in stdin, "sh -s without the fact script on stdin"
+    return CommandResult(0, fact_output(host.containers, host.gpus, host.files), "")
+
+
+def _pattern(template: str) -> re.Pattern[str]:
+    return re.compile(template.replace("WORD", _WORD))
+
+
+HANDLERS: list[tuple[re.Pattern[str], Handler]] = [
+    (_pattern(r"mkdir -p WORD && \(set -C; printf '%s\\n' WORD > WORD\) 2>/dev/null"), _lock),
+    (_pattern(r"rm -f WORD"), _rm),
+    (_pattern(r"printf '%s\\n' WORD >> WORD"), _append),
+    (_pattern(r"mkdir -p WORD"), _mkdir),
+    (
+        _pattern(r"docker compose -p WORD -f WORD (up -d --no-deps|rm --stop --force) WORD"),
+        _compose,
+    ),
+    (_pattern(r"docker ps --filter label=fleet\.seat=WORD --format '\{\{\.Ports\}\}'"), _ps_ports),
+    (_pattern(r"docker restart WORD"), _restart),
+    (_pattern(r"sh -s"), _facts),
+]

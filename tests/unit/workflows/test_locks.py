@@ -1,0 +1,94 @@
+"""The apply lock and journal on a host (reconciler.workflows.locks), on a fake host."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+
+import pytest
+
+from fleet.errors import LockError
+from fleet.spec.models import Host
+from reconciler.workflows import locks
+from tests.fakes.host import FakeHost
+from tests.unit.render.test_compose import example
+
+LOCK = "/srv/fleet/.fleet.lock"
+JOURNAL = "/srv/fleet/.fleet-journal.jsonl"
+
+
+@pytest.fixture
+def tower() -> Host:
+    return example().hosts["tower"]
+
+
+def test_acquire_writes_the_holder_line(tower: Host) -> None:
+    host = FakeHost("tower")
+    locks.acquire(host, tower)
+    assert locks.lock_path(tower) == LOCK
+    assert re.fullmatch(
+        rf"\S+@\S+ pid {os.getpid()} `.*` since \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n",
+        host.files[LOCK],
+    )
+    assert "/srv/fleet" in host.directories
+
+
+@pytest.mark.parametrize(
+    ("held", "named"),
+    [
+        (None, f"@{socket.gethostname()} pid {os.getpid()} `"),
+        ("ops@laptop pid 7 `fleet apply` since 2026-12-01T09:00:00Z\n", "by ops@laptop pid 7 `"),
+        ("", "by unknown holder;"),
+    ],
+    ids=["by-an-earlier-acquire", "by-another-machine", "empty-lock-file"],
+)
+def test_a_second_acquire_names_the_holder_and_the_way_out(
+    tower: Host, held: str | None, named: str
+) -> None:
+    host = FakeHost("tower")
+    if held is None:
+        locks.acquire(host, tower)
+    else:
+        host.files[LOCK] = held
+    before = host.files[LOCK]
+    with pytest.raises(LockError) as caught:
+        locks.acquire(host, tower)
+    assert caught.value.where == "tower"
+    assert caught.value.message.startswith("tower is locked by ")
+    assert named in caught.value.message
+    assert caught.value.message.endswith("if that apply is gone, run `fleet unlock tower --force`")
+    assert host.files[LOCK] == before  # the holder's lock is left as it was
+
+
+@pytest.mark.parametrize("taken", [True, False], ids=["held", "not-held"])
+def test_release_removes_the_lock(tower: Host, taken: bool) -> None:
+    host = FakeHost("tower")
+    if taken:
+        locks.acquire(host, tower)
+    locks.release(host, tower)
+    assert LOCK not in host.files
+    locks.acquire(host, tower)  # free again
+    assert LOCK in host.files
+
+
+def test_record_appends_json_lines_with_step_and_target(tower: Host) -> None:
+    host = FakeHost("tower", files={JOURNAL: '{"step": "finished"}\n'})
+    locks.record(host, tower, "begin", summary="1 to create, 0 to replace")
+    locks.record(host, tower, "create-seat", target="flash")
+    lines = [json.loads(line) for line in host.files[JOURNAL].splitlines()]
+    assert [(e["step"], e.get("target")) for e in lines] == [
+        ("finished", None),
+        ("begin", None),
+        ("create-seat", "flash"),
+    ]
+    assert lines[1]["summary"] == "1 to create, 0 to replace"
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", e["at"]) for e in lines[1:])
+
+
+def test_a_cause_with_quotes_survives_the_shell(tower: Host) -> None:
+    cause = 'seat sec on tower: engine exited (can\'t allocate "2 GiB"; $HOME `x`)'
+    host = FakeHost("tower")
+    locks.record(host, tower, "rolled-back", cause=cause)
+    assert json.loads(host.files[JOURNAL])["cause"] == cause
