@@ -9,19 +9,17 @@ shows the KV tokens the config predicts beside the ones the engine logged.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from fleet.errors import FactError
-from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tokens
-from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
-from fleet.facts.model_config import ModelFacts, parse_model_config
-from fleet.facts.vllm_log import EngineReport, parse_vllm_log
+from reconciler.cli.app import output_of
+from reconciler.cli.output import Output
+
+if TYPE_CHECKING:
+    from fleet.facts.model_config import ModelFacts
+    from fleet.facts.vllm_log import EngineReport
 
 explain_app = typer.Typer(
     help="Explain the facts fleet reads off an engine log or a model config.",
@@ -33,6 +31,7 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 
 @explain_app.command("log")
 def explain_log(
+    ctx: typer.Context,
     file: Annotated[Path, typer.Argument(help="A vLLM or llama-server log.")],
     model: Annotated[
         Path | None,
@@ -41,20 +40,25 @@ def explain_log(
     as_json: JsonOption = False,
 ) -> None:
     """The facts an engine's startup log states (vLLM, or llama-server)."""
+    from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
+    from fleet.facts.vllm_log import EngineReport, parse_vllm_log
+
+    output = output_of(ctx)
     text = read_text(file)
     report = parse_vllm_log(text)
     llama = parse_llamacpp_log(text)
     if report == EngineReport() and llama != LlamaCppReport():
-        _print(llama.to_explain_json(), as_json, title=f"llama-server log {file}")
+        _print(output, llama.to_explain_json(), as_json, title=f"llama-server log {file}")
         return
     data = report.to_explain_json()
     if model is not None:
         data["kv_estimate"] = kv_estimate(report, load_model_facts(model))
-    _print(data, as_json, title=f"vLLM log {file}")
+    _print(output, data, as_json, title=f"vLLM log {file}")
 
 
 @explain_app.command("model")
 def explain_model(
+    ctx: typer.Context,
     path: Annotated[Path, typer.Argument(help="A config.json or a model directory.")],
     as_json: JsonOption = False,
 ) -> None:
@@ -63,11 +67,13 @@ def explain_model(
     data = facts.to_explain_json()
     if not as_json:
         data["attention"] = f"{data['attention']}{attention_detail(facts)}"
-    _print(data, as_json, title=f"model {path}")
+    _print(output_of(ctx), data, as_json, title=f"model {path}")
 
 
 def read_text(path: Path) -> str:
     """A file's text (undecodable bytes replaced), or FactError naming the file."""
+    from fleet.errors import FactError
+
     try:
         return path.read_text(encoding="utf-8", errors="replace")
     except OSError as err:
@@ -79,6 +85,9 @@ def load_model_facts(path: Path) -> ModelFacts:
 
     A ModelOpt `hf_quant_config.json` beside the config is read too.
     """
+    from fleet.errors import FactError
+    from fleet.facts.model_config import ModelFacts, parse_model_config
+
     config = path / "config.json" if path.is_dir() else path
     quant = config.with_name("hf_quant_config.json")
     facts = parse_model_config(
@@ -91,6 +100,8 @@ def load_model_facts(path: Path) -> ModelFacts:
 
 def kv_estimate(report: EngineReport, facts: ModelFacts) -> dict[str, object]:
     """The config's estimate beside the logged KV tokens; `ratio` is logged / estimated."""
+    from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tokens
+
     kv_dtype = report.kv_cache_dtype or "auto"
     tp = report.tensor_parallel_size or 1
     estimated = None
@@ -124,17 +135,19 @@ def attention_detail(facts: ModelFacts) -> str:
     return f" ({'; '.join(parts)})" if parts else ""
 
 
-def _print(data: dict[str, object], as_json: bool, title: str) -> None:
+def _print(output: Output, data: dict[str, object], as_json: bool, title: str) -> None:
     """JSON (sorted keys, indent 2) or a two-column table; None shows as `-`."""
     if as_json:
-        typer.echo(json.dumps(data, sort_keys=True, indent=2))
+        output.json(data)
         return
+    from rich.table import Table
+
     table = Table(title=title, show_header=True)
     table.add_column("fact", no_wrap=True)
     table.add_column("value", overflow="fold")
     for key, value in _rows(data):
         table.add_row(key, value)
-    Console().print(table)
+    output.out.print(table)
 
 
 def _rows(data: dict[str, object], prefix: str = "") -> list[tuple[str, str]]:

@@ -68,3 +68,17 @@ def record(conn: HostSession, host: Host, step: str, **details: str) -> None:
         sort_keys=True,
     )
     conn.check(f"printf '%s\\n' {shlex.quote(line)} >> {shlex.quote(journal_path(host))}")
+
+
+def break_lock(conn: HostSession, host: Host, *, force: bool) -> str | None:
+    """Remove a lock left by an apply that is gone: who held it, or None if none was held.
+
+    Without `force` a held lock is a LockError naming its holder (nothing is removed).
+    """
+    held = conn.read_file(lock_path(host))
+    if held is None:
+        return None
+    if not force:
+        raise LockError(f"{host.name} is locked by {held.strip()}; add --force to remove it")
+    release(conn, host)
+    return held.strip()

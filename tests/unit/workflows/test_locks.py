@@ -92,3 +92,40 @@ def test_a_cause_with_quotes_survives_the_shell(tower: Host) -> None:
     host = FakeHost("tower")
     locks.record(host, tower, "rolled-back", cause=cause)
     assert json.loads(host.files[JOURNAL])["cause"] == cause
+
+
+@pytest.mark.parametrize(
+    ("held", "force", "returned", "error", "left"),
+    [
+        (None, False, None, None, False),
+        (
+            "ops@ci pid 7 `fleet apply` since 2026-12-01T00:00:00Z\n",
+            False,
+            None,
+            "tower is locked by ops@ci pid 7 `fleet apply` since 2026-12-01T00:00:00Z; "
+            "add --force to remove it",
+            True,
+        ),
+        (
+            "ops@ci pid 7 `fleet apply` since 2026-12-01T00:00:00Z\n",
+            True,
+            "ops@ci pid 7 `fleet apply` since 2026-12-01T00:00:00Z",
+            None,
+            False,
+        ),
+    ],
+    ids=["not-locked", "held-without-force", "held-with-force"],
+)
+def test_unlock_removes_only_with_force(
+    tower: Host, held: str | None, force: bool, returned: str | None, error: str | None, left: bool
+) -> None:
+    host = FakeHost("tower")
+    if held is not None:
+        host.files[LOCK] = held
+    if error is None:
+        assert locks.break_lock(host, tower, force=force) == returned
+    else:
+        with pytest.raises(LockError) as raised:
+            locks.break_lock(host, tower, force=force)
+        assert str(raised.value) == error
+    assert (LOCK in host.files) is left

@@ -1,0 +1,140 @@
+"""Plans and the inventory as a command or the reconcile loop uses them.
+
+Build a plan (observe, plan, drift against the committed inventory), save and load it,
+refuse a saved plan the live fleet has moved away from, write the inventory files, and
+commit them after an apply. The command line prints what these return; nothing here
+prints.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from fleet.errors import FleetError, PlanError
+from fleet.observed.models import Observation
+from fleet.plan.fingerprint import fingerprint, moved
+from fleet.plan.plan import Plan, make_plan
+from fleet.report.inventory import Inventory, build_inventory
+from fleet.report.inventory_text import inventory_diff, render_json, render_markdown
+from fleet.spec.models import DesiredFleet
+from fleet.spec.problems import Problem
+from reconciler.adapters.git import commit_files, head_commit, open_repo, read_committed
+from reconciler.host import Sessions
+from reconciler.workflows.observe import observe_fleet
+
+PLAN_FORMAT = "fleet-plan/1"
+
+
+@dataclass(frozen=True)
+class FleetRepo:
+    """desired/ loaded and valid, and the fleet repository that holds it."""
+
+    root: Path
+    desired: DesiredFleet
+    warnings: list[Problem]
+
+    @property
+    def repo_root(self) -> Path:
+        """The fleet repository: the directory holding desired/."""
+        return self.root.resolve().parent
+
+    @property
+    def inventory_path(self) -> Path:
+        """The Markdown inventory; its JSON sits beside it."""
+        return self.repo_root / self.desired.settings.inventory.path
+
+
+def build_plan(
+    repo: FleetRepo,
+    sessions: Sessions,
+    *,
+    prune: bool = False,
+    seats: list[str] | None = None,
+) -> tuple[Plan, Observation]:
+    """Observe, then plan, with drift and the fingerprint of what the plan relies on."""
+    unknown = sorted(set(seats or ()) - set(repo.desired.seats))
+    if unknown and not prune:
+        raise FleetError(f"no such seat in desired/: {', '.join(unknown)}")
+    observation = observe_fleet(repo.desired, sessions)
+    plan = make_plan(
+        repo.desired,
+        observation,
+        prune=prune,
+        only_seats=frozenset(seats or ()),
+        desired_commit=head_commit(repo.root),
+        drift=drift_lines(repo, observation),
+    )
+    return plan, observation
+
+
+def drift_lines(repo: FleetRepo, observation: Observation) -> tuple[str, ...]:
+    """Changed lines between the committed inventory and the live one (none if uncommitted)."""
+    committed = read_committed(repo.inventory_path)
+    if committed is None:
+        return ()
+    live = render_markdown(build_inventory(repo.desired, observation))
+    delta = inventory_diff(committed, live, context=0)
+    return tuple(
+        line.rstrip("\n") for line in delta if line[:1] in "+-" and line[:3] not in ("+++", "---")
+    )
+
+
+def save_plan(plan: Plan, path: Path) -> None:
+    """Write a plan for `fleet apply PLAN`."""
+    payload = {"format": PLAN_FORMAT, "plan": plan.model_dump(mode="json")}
+    path.write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+
+
+def load_plan(path: Path) -> Plan:
+    """Read a saved plan; FleetError if it is not one."""
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError) as error:
+        raise FleetError(f"cannot read plan {path}: {error}") from error
+    if not isinstance(data, dict) or data.get("format") != PLAN_FORMAT:
+        raise FleetError(f"{path} is not a fleet plan ({PLAN_FORMAT})")
+    return Plan.model_validate(data["plan"])
+
+
+def fresh_saved_plan(repo: FleetRepo, sessions: Sessions, path: Path) -> Plan:
+    """A saved plan, if desired/ and every fact it relied on are as they were; else PlanError."""
+    saved = load_plan(path)
+    commit = head_commit(repo.root)
+    if saved.desired_commit != commit:
+        raise PlanError(
+            f"desired/ is at {commit or 'no commit'} but the plan was made at "
+            f"{saved.desired_commit or 'no commit'}: make a new plan"
+        )
+    observation = observe_fleet(repo.desired, sessions)
+    changed = moved(saved.fingerprint, fingerprint(repo.desired, observation, saved.actions))
+    if changed:
+        raise PlanError("the live fleet moved since the plan was made: " + "; ".join(changed))
+    return saved
+
+
+def write_inventory(repo: FleetRepo, inventory: Inventory) -> list[Path]:
+    """Write the Markdown and its JSON twin; the paths written."""
+    markdown = repo.inventory_path
+    twin = markdown.with_suffix(".json")
+    markdown.parent.mkdir(parents=True, exist_ok=True)
+    markdown.write_text(render_markdown(inventory))
+    twin.write_text(render_json(inventory))
+    return [markdown, twin]
+
+
+def commit_inventory(repo: FleetRepo, sessions: Sessions, done: list[str], push: bool) -> str:
+    """Observe, write the inventory, commit exactly its two files; what happened, in a line."""
+    observation = observe_fleet(repo.desired, sessions)
+    paths = write_inventory(repo, build_inventory(repo.desired, observation))
+    if open_repo(repo.repo_root) is None:
+        return f"wrote {paths[0]} (not a Git repository: nothing committed)"
+    message = (
+        f"fleet apply: {len(done)} change(s) to {repo.desired.settings.name}\n\n"
+        + "\n".join(f"- {line}" for line in done)
+        + "\n"
+    )
+    sha = commit_files(paths, message, push=push)
+    pushed = " and pushed" if push else ""
+    return f"committed {paths[0].name} and {paths[1].name} as {sha[:12]}{pushed}"
