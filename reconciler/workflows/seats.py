@@ -15,7 +15,10 @@ from collections.abc import Callable
 from typing import Any
 
 from fleet.errors import ApplyError, FleetError
-from fleet.observed.models import ObservedSeat
+from fleet.facts.script import seat_script
+from fleet.names import SEAT_LABEL
+from fleet.observed.assemble import assemble_host
+from fleet.observed.models import ObservedHost, ObservedSeat
 from fleet.plan.health import Endpoints, HealthState, Verdict, judge_seat
 from fleet.render.compose import HEADER, compose_path, project_name, render_service
 from fleet.render.yamltext import dump_yaml, load_yaml
@@ -23,7 +26,6 @@ from fleet.secrets import referenced_variables
 from fleet.spec.models import DesiredFleet, Host
 from reconciler.adapters.http import request_via
 from reconciler.host import HostSession, Sessions
-from reconciler.workflows.observe import observe_host
 
 Waiting = Callable[[str, float], None]  # (reason, seconds waited) -> None
 
@@ -124,6 +126,16 @@ def endpoints(conn: HostSession, host: Host, port: int) -> Endpoints:
     return Endpoints(health_status=health, served_models=ids if isinstance(models, dict) else None)
 
 
+def observe_seat(conn: HostSession, host: Host, seat_name: str) -> ObservedHost:
+    """What the health gate reads about one seat, in one round trip: its container's
+    state, live argv and log, and the GPU processes (not the whole host's facts)."""
+    result = conn.run("sh -s", stdin=seat_script(SEAT_LABEL, seat_name))
+    observed = assemble_host(host.name, result.stdout)
+    if not host.gpus and observed.gpu_error:
+        observed = observed.model_copy(update={"gpu_error": None})
+    return observed
+
+
 def look(
     connections: Sessions, fleet: DesiredFleet, seat_name: str
 ) -> tuple[ObservedSeat | None, Endpoints, bool]:
@@ -131,7 +143,7 @@ def look(
     seat = fleet.seats[seat_name]
     host = fleet.hosts[seat.host]
     conn = connections.get(seat.host)
-    observed = observe_host(fleet, conn, seat.host)
+    observed = observe_seat(conn, host, seat_name)
     live = observed.seat(seat_name)
     answers = endpoints(conn, host, seat.port) if live and live.container.running else Endpoints()
     return live, answers, observed.gpu_error is None

@@ -90,6 +90,7 @@ class FakeHost:
     fail_on: dict[str, str] = field(default_factory=dict)
     crashes: dict[str, str] = field(default_factory=dict)
     journal: list[tuple[str, str]] = field(default_factory=list)
+    scripts: list[str] = field(default_factory=list)  # every fact script sent to `sh -s`
     modes: dict[str, int] = field(default_factory=dict)
     directories: set[str] = field(default_factory=set)
     containers: dict[str, FakeContainer] = field(default_factory=dict)
@@ -248,7 +249,11 @@ def _restart(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
 
 def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
     assert stdin and "@@FLEET" in stdin, "sh -s without the fact script on stdin"
-    return CommandResult(0, fact_output(host.containers, host.gpus, host.files), "")
+    host.scripts.append(stdin)
+    containers = host.containers
+    if match := re.search(r"--filter 'label=fleet\.seat=([^']+)'", stdin):
+        containers = {k: c for k, c in containers.items() if c.seat() == match.group(1)}
+    return CommandResult(0, fact_output(containers, host.gpus, host.files), "")
 
 
 def _pattern(template: str) -> re.Pattern[str]:

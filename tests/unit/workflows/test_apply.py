@@ -8,6 +8,7 @@ asks the fake engines' /health and /v1/models, as it would on a real host.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import pytest
@@ -162,3 +163,16 @@ def test_a_failed_step_rolls_the_host_back(
     assert [step for step, _ in steps(host)] == journal
     assert json.loads(host.files[JOURNAL].splitlines()[-1])["cause"] == cause
     assert f"failed: {cause}; rolling back" in reporter.said
+
+
+def test_the_health_gate_polls_only_its_seat() -> None:
+    """The gate asks for one container's facts, not the whole host's, at every poll."""
+    host, sessions, plan = tower()
+    apply_plan(AFTER, sessions, plan, FAST, Steps())
+    gate = [s for s in host.scripts if "--filter" in s]
+    assert gate and all("label=fleet.seat=" in s for s in gate)
+    assert {re.search(r"label=fleet\.seat=(\w[\w-]*)", s).group(1) for s in gate} == {  # type: ignore[union-attr]
+        "flash",
+        "sec",
+    }
+    assert not any("config.json" in s or ".fleet.lock" in s for s in gate)
