@@ -24,16 +24,16 @@ Decide = Callable[[Any], str | None]  # item -> replacement key, "" to delete, N
 
 
 def desired_entries(
-    fleet: DesiredFleet, only: frozenset[str] = frozenset()
+    desired: DesiredFleet, only: frozenset[str] = frozenset()
 ) -> dict[str, dict[str, Any]]:
     """alias -> the model_list item fleet wants, for every alias (of `only` seats, if any)."""
-    gateway = fleet.gateway
+    gateway = desired.gateway
     prefix = gateway.provider_prefix if gateway else "hosted_vllm/"
     entries: dict[str, dict[str, Any]] = {}
-    for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         if only and seat.name not in only:
             continue
-        host = fleet.hosts[seat.host]
+        host = desired.hosts[seat.host]
         for alias in seat.aliases:
             params: dict[str, Any] = {
                 "model": f"{prefix}{seat.served_name}",
@@ -51,16 +51,16 @@ def desired_entries(
 
 
 def render_gateway_config(
-    text: str, fleet: DesiredFleet, only: frozenset[str] = frozenset()
+    text: str, desired: DesiredFleet, only: frozenset[str] = frozenset()
 ) -> str:
     """The config text with fleet's entries and fallbacks as desired/ says.
 
     With `only` (seat names, from `--seat`), just those seats' aliases are written; every
     other entry, retirement and fallback is left as it is.
     """
-    gateway = fleet.gateway
+    gateway = desired.gateway
     retired = set(gateway.retired_aliases) if gateway and not only else set()
-    wanted = desired_entries(fleet, only)
+    wanted = desired_entries(desired, only)
     fallbacks = {a: list(t) for a, t in sorted((gateway.fallbacks if gateway else {}).items())}
     text = _splice_models(text, wanted, retired, only)
     if not only:

@@ -34,18 +34,18 @@ def _seat_file(seat: Seat) -> str:
     return f"seats/{seat.name}.yaml"
 
 
-def check_placement(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
+def check_placement(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     """Hosts exist, GPU indices exist there, (host, port) is unique, TP = number of GPUs."""
     ports: dict[tuple[str, int], str] = {}
-    for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         rel = _seat_file(seat)
-        host = fleet.hosts.get(seat.host)
+        host = desired.hosts.get(seat.host)
         if host is None:
             yield src.problem(
                 rel,
                 ("host",),
                 f"host {seat.host!r} is not in desired/hosts "
-                f"(known: {', '.join(sorted(fleet.hosts)) or 'none'})",
+                f"(known: {', '.join(sorted(desired.hosts)) or 'none'})",
             )
         else:
             known = {gpu.index for gpu in host.gpus}
@@ -84,10 +84,10 @@ def _check_tensor_parallel(seat: Seat, src: Sources) -> Iterator[Problem]:
             )
 
 
-def check_aliases(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
+def check_aliases(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     """Aliases unique; gateway params, fallbacks and retirements name real aliases."""
     owner: dict[str, str] = {}
-    for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         for i, alias in enumerate(seat.aliases):
             first = owner.setdefault(alias, seat.name)
             if first != seat.name or seat.aliases.index(alias) != i:
@@ -96,10 +96,10 @@ def check_aliases(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
                     ("aliases", i),
                     f"alias {alias!r} is already routed to seat {first!r}",
                 )
-    gateway = fleet.gateway
+    gateway = desired.gateway
     if gateway is None:
         return
-    if gateway.host not in fleet.hosts:
+    if gateway.host not in desired.hosts:
         yield src.problem(
             "gateway.yaml", ("host",), f"host {gateway.host!r} is not in desired/hosts"
         )
@@ -125,10 +125,10 @@ def check_aliases(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
             )
 
 
-def check_images(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
+def check_images(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     """Untagged or floating tags are errors; a tag without digest follows the policy."""
-    policy = fleet.settings.images
-    for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+    policy = desired.settings.images
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         ref = parse_image(seat.image)
         rel, loc = _seat_file(seat), ("image",)
         if ref.tag is None and ref.digest is None:
@@ -147,10 +147,10 @@ def check_images(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
             )
 
 
-def check_memory(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
+def check_memory(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     """One KV budget kind per seat; fractions per GPU sum to <= 1; budgets fit the GPU."""
     fractions: dict[tuple[str, int], list[Seat]] = defaultdict(list)
-    for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         rel = _seat_file(seat)
         has_bytes, has_fraction = (
             seat.kv_cache_bytes is not None,
@@ -180,7 +180,7 @@ def check_memory(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
         for index in seat.gpus:
             if fraction is not None:
                 fractions[(seat.host, index)].append(seat)
-        yield from _check_budget_fits(fleet, seat, src)
+        yield from _check_budget_fits(desired, seat, src)
     yield from _check_fraction_sums(fractions, src)
 
 
@@ -195,8 +195,8 @@ def _check_llamacpp_budget(seat: Seat, src: Sources) -> Iterator[Problem]:
             )
 
 
-def _check_budget_fits(fleet: DesiredFleet, seat: Seat, src: Sources) -> Iterator[Problem]:
-    host = fleet.hosts.get(seat.host)
+def _check_budget_fits(desired: DesiredFleet, seat: Seat, src: Sources) -> Iterator[Problem]:
+    host = desired.hosts.get(seat.host)
     if host is None or seat.kv_cache_bytes is None:
         return
     for gpu in host.gpus:
@@ -225,9 +225,9 @@ def _check_fraction_sums(
             )
 
 
-def check_speculative(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
+def check_speculative(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     """The method is one vLLM accepts, k >= 1, and a drafter exactly where one is needed."""
-    for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         spec = seat.speculative
         if spec is None:
             continue
@@ -272,10 +272,10 @@ def _closest(method: str) -> str:
     return f" (did you mean {match[0]!r}?)" if match else ""
 
 
-def check_ranges(fleet: DesiredFleet, src: Sources) -> Iterator[Problem]:
+def check_ranges(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     """Concurrency bands have 0 < min <= max; contexts are positive."""
-    yield from _check_band(fleet.settings.concurrency_band, "fleet.yaml", src)
-    for seat in sorted(fleet.seats.values(), key=lambda s: s.name):
+    yield from _check_band(desired.settings.concurrency_band, "fleet.yaml", src)
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         if seat.concurrency_band is not None:
             yield from _check_band(seat.concurrency_band, _seat_file(seat), src)
         if seat.context <= 0:

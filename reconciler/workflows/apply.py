@@ -59,7 +59,7 @@ class Undo:
 
 
 def apply_plan(
-    fleet: DesiredFleet,
+    desired: DesiredFleet,
     connections: Sessions,
     plan: Plan,
     options: ApplyOptions,
@@ -71,28 +71,30 @@ def apply_plan(
             "the plan has blockers: " + "; ".join(f"{b.target}: {b.message}" for b in plan.blockers)
         )
     key = (
-        gateway_ops.master_key(fleet.gateway)
-        if fleet.gateway and any(a.wave == 2 for a in plan.actions)
+        gateway_ops.master_key(desired.gateway)
+        if desired.gateway and any(a.wave == 2 for a in plan.actions)
         else None
     )
     hosts = sorted({a.host for a in plan.actions})
     taken: list[str] = []
     try:
         for name in hosts:
-            locks.acquire(connections.get(name), fleet.hosts[name])
+            locks.acquire(connections.get(name), desired.hosts[name])
             taken.append(name)
-            locks.record(connections.get(name), fleet.hosts[name], "begin", summary=plan.summary())
-        done = _run(fleet, connections, plan, options, reporter, key)
+            locks.record(
+                connections.get(name), desired.hosts[name], "begin", summary=plan.summary()
+            )
+        done = _run(desired, connections, plan, options, reporter, key)
         for name in hosts:
-            locks.record(connections.get(name), fleet.hosts[name], "finished")
+            locks.record(connections.get(name), desired.hosts[name], "finished")
         return done
     finally:
         for name in taken:
-            locks.release(connections.get(name), fleet.hosts[name])
+            locks.release(connections.get(name), desired.hosts[name])
 
 
 def _run(
-    fleet: DesiredFleet,
+    desired: DesiredFleet,
     connections: Sessions,
     plan: Plan,
     options: ApplyOptions,
@@ -102,9 +104,9 @@ def _run(
     undo = Undo()
     done: list[str] = []
     try:
-        done += _apply_seats(fleet, connections, plan.actions, options, reporter, undo)
+        done += _apply_seats(desired, connections, plan.actions, options, reporter, undo)
         done += _apply_gateway(
-            fleet,
+            desired,
             connections,
             plan.actions,
             options,
@@ -113,13 +115,13 @@ def _run(
             key,
             frozenset(plan.only_seats),
         )
-        done += _apply_removals(fleet, connections, plan.actions, options, reporter)
+        done += _apply_removals(desired, connections, plan.actions, options, reporter)
     except FleetError as failure:
         reporter.step(f"failed: {failure}; rolling back")
-        restored = rollback(fleet, connections, undo, options, reporter)
+        restored = rollback(desired, connections, undo, options, reporter)
         for name in sorted({a.host for a in plan.actions}):
             locks.record(
-                connections.get(name), fleet.hosts[name], "rolled-back", cause=str(failure)
+                connections.get(name), desired.hosts[name], "rolled-back", cause=str(failure)
             )
         raise ApplyError(f"rolled back: {failure}", rolled_back=restored) from failure
     return done
@@ -134,7 +136,7 @@ def _by_host(actions: tuple[Action, ...], wave: int) -> dict[str, list[Action]]:
 
 
 def _apply_seats(
-    fleet: DesiredFleet,
+    desired: DesiredFleet,
     connections: Sessions,
     actions: tuple[Action, ...],
     options: ApplyOptions,
@@ -143,10 +145,10 @@ def _apply_seats(
 ) -> list[str]:
     done = []
     for host_name, group in _by_host(actions, 1).items():
-        host, conn = fleet.hosts[host_name], connections.get(host_name)
+        host, conn = desired.hosts[host_name], connections.get(host_name)
         current = conn.read_file(compose_path(host))
         text = seat_ops.merged_compose(
-            fleet, host, current, {a.target: seat_ops.rendered(fleet, a.target) for a in group}
+            desired, host, current, {a.target: seat_ops.rendered(desired, a.target) for a in group}
         )
         reporter.step(f"{host_name}: upload {compose_path(host)}")
         seat_ops.upload_compose(conn, host, text, current)
@@ -155,9 +157,9 @@ def _apply_seats(
             verb = "create" if action.kind is ActionKind.CREATE_SEAT else "replace"
             reporter.step(f"{host_name}: {verb} seat {action.target}")
             (undo.created if verb == "create" else undo.replaced)[host_name].append(action.target)
-            seat_ops.start_service(conn, fleet, host, action.target)
+            seat_ops.start_service(conn, desired, host, action.target)
             verdict = seat_ops.wait_healthy(
-                connections, fleet, action.target, options.seat_timeout, reporter.waiting
+                connections, desired, action.target, options.seat_timeout, reporter.waiting
             )
             if verdict.state is not HealthState.HEALTHY:
                 raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
@@ -168,7 +170,7 @@ def _apply_seats(
 
 
 def _apply_gateway(
-    fleet: DesiredFleet,
+    desired: DesiredFleet,
     connections: Sessions,
     actions: tuple[Action, ...],
     options: ApplyOptions,
@@ -178,7 +180,7 @@ def _apply_gateway(
     only_seats: frozenset[str],
 ) -> list[str]:
     group = [a for a in actions if a.wave == 2]
-    gateway = fleet.gateway
+    gateway = desired.gateway
     if not group or gateway is None:
         return []
     conn = connections.get(gateway.host)
@@ -187,16 +189,16 @@ def _apply_gateway(
         raise ApplyError(f"{gateway.config_path} vanished from {gateway.host}")
     reporter.step(f"{gateway.host}: edit {gateway.config_path}")
     undo.gateway_previous = current
-    gateway_ops.upload_config(conn, gateway, render_gateway_config(current, fleet, only_seats))
+    gateway_ops.upload_config(conn, gateway, render_gateway_config(current, desired, only_seats))
     reporter.step(f"{gateway.host}: restart the gateway")
     gateway_ops.restart(conn, gateway)
     moved = {
-        a.target: _chats(fleet, a.target)
+        a.target: _chats(desired, a.target)
         for a in group
         if a.kind in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS)
     }
     gateway_ops.verify_aliases(gateway, moved, key, options.gateway_timeout, reporter.waiting)
-    locks.record(conn, fleet.hosts[gateway.host], "gateway", aliases=",".join(sorted(moved)))
+    locks.record(conn, desired.hosts[gateway.host], "gateway", aliases=",".join(sorted(moved)))
     return [
         f"{a.kind.value.replace('-', ' ')} {a.target}"
         for a in group
@@ -204,14 +206,14 @@ def _apply_gateway(
     ]
 
 
-def _chats(fleet: DesiredFleet, alias: str) -> bool:
+def _chats(desired: DesiredFleet, alias: str) -> bool:
     """Whether an alias's seat answers chat completions (pooling seats do not)."""
-    seat = next(s for s in fleet.seats.values() if alias in s.aliases)
+    seat = next(s for s in desired.seats.values() if alias in s.aliases)
     return "pooling" not in seat.extra_args
 
 
 def _apply_removals(
-    fleet: DesiredFleet,
+    desired: DesiredFleet,
     connections: Sessions,
     actions: tuple[Action, ...],
     options: ApplyOptions,
@@ -219,14 +221,14 @@ def _apply_removals(
 ) -> list[str]:
     done = []
     for host_name, group in _by_host(actions, 3).items():
-        host, conn = fleet.hosts[host_name], connections.get(host_name)
+        host, conn = desired.hosts[host_name], connections.get(host_name)
         for action in group:
             reporter.step(f"{host_name}: drain seat {action.target}")
             drain(conn, host, action.target, options.drain_timeout, reporter)
             reporter.step(f"{host_name}: remove seat {action.target}")
-            seat_ops.stop_service(conn, fleet, host, action.target)
+            seat_ops.stop_service(conn, desired, host, action.target)
             current = conn.read_file(compose_path(host))
-            text = seat_ops.merged_compose(fleet, host, current, {action.target: None})
+            text = seat_ops.merged_compose(desired, host, current, {action.target: None})
             seat_ops.upload_compose(conn, host, text, current)
             locks.record(conn, host, "remove-seat", target=action.target)
             done.append(f"remove seat {action.target} on {host_name}")
@@ -234,7 +236,7 @@ def _apply_removals(
 
 
 def rollback(
-    fleet: DesiredFleet,
+    desired: DesiredFleet,
     connections: Sessions,
     undo: Undo,
     options: ApplyOptions,
@@ -242,22 +244,22 @@ def rollback(
 ) -> list[str]:
     """Put back what `undo` recorded; what was restored (failures to restore included)."""
     restored: list[str] = []
-    gateway = fleet.gateway
+    gateway = desired.gateway
     if undo.gateway_previous is not None and gateway is not None:
         restored.append(_restore_gateway(connections, gateway, undo.gateway_previous, reporter))
     for host_name, previous in undo.composes.items():
-        host, conn = fleet.hosts[host_name], connections.get(host_name)
+        host, conn = desired.hosts[host_name], connections.get(host_name)
         for service in undo.created[host_name]:
             reporter.step(f"{host_name}: remove new seat {service}")
-            _try(restored, seat_ops.stop_service, conn, fleet, host, service)
+            _try(restored, seat_ops.stop_service, conn, desired, host, service)
         seat_ops.restore_compose(conn, host, previous)
         restored.append(f"compose file on {host_name}")
         for service in undo.replaced[host_name]:
             reporter.step(f"{host_name}: restart the previous seat {service}")
-            _try(restored, seat_ops.start_service, conn, fleet, host, service)
+            _try(restored, seat_ops.start_service, conn, desired, host, service)
             restored.append(
                 _await_previous(
-                    connections, fleet, host_name, service, _port_in(previous, service), options
+                    connections, desired, host_name, service, _port_in(previous, service), options
                 )
             )
     return restored
@@ -294,14 +296,14 @@ def _port_in(compose_text: str | None, service: str) -> int | None:
 
 def _await_previous(
     connections: Sessions,
-    fleet: DesiredFleet,
+    desired: DesiredFleet,
     host_name: str,
     service: str,
     port: int | None,
     options: ApplyOptions,
 ) -> str:
     """Wait until the restored seat answers /health again."""
-    host, conn = fleet.hosts[host_name], connections.get(host_name)
+    host, conn = desired.hosts[host_name], connections.get(host_name)
     deadline = time.monotonic() + options.seat_timeout
     while port is not None and time.monotonic() < deadline:
         if seat_ops.endpoints(conn, host, port).health_status == 200:

@@ -30,13 +30,13 @@ from reconciler.host import HostSession, Sessions
 Waiting = Callable[[str, float], None]  # (reason, seconds waited) -> None
 
 
-def compose(fleet: DesiredFleet, host: Host, *args: str) -> str:
+def compose(desired: DesiredFleet, host: Host, *args: str) -> str:
     """A `docker compose` command line for the host's project."""
     words = [
         "docker",
         "compose",
         "-p",
-        project_name(fleet, host.name),
+        project_name(desired, host.name),
         "-f",
         compose_path(host),
         *args,
@@ -45,7 +45,10 @@ def compose(fleet: DesiredFleet, host: Host, *args: str) -> str:
 
 
 def merged_compose(
-    fleet: DesiredFleet, host: Host, previous: str | None, changes: dict[str, dict[str, Any] | None]
+    desired: DesiredFleet,
+    host: Host,
+    previous: str | None,
+    changes: dict[str, dict[str, Any] | None],
 ) -> str:
     """The previous file with these services set (dict) or removed (None), sorted."""
     services: dict[str, Any] = {}
@@ -58,7 +61,7 @@ def merged_compose(
         else:
             services[name] = service
     document = {
-        "name": project_name(fleet, host.name),
+        "name": project_name(desired, host.name),
         "services": {k: services[k] for k in sorted(services)},
     }
     return dump_yaml(document, HEADER)
@@ -99,14 +102,14 @@ def restore_compose(conn: HostSession, host: Host, previous: str | None) -> None
         conn.write_file_atomic(path, previous)
 
 
-def start_service(conn: HostSession, fleet: DesiredFleet, host: Host, service: str) -> None:
+def start_service(conn: HostSession, desired: DesiredFleet, host: Host, service: str) -> None:
     """Create or recreate one service, leaving every other one alone."""
-    conn.check(compose(fleet, host, "up", "-d", "--no-deps", service), timeout=900)
+    conn.check(compose(desired, host, "up", "-d", "--no-deps", service), timeout=900)
 
 
-def stop_service(conn: HostSession, fleet: DesiredFleet, host: Host, service: str) -> None:
+def stop_service(conn: HostSession, desired: DesiredFleet, host: Host, service: str) -> None:
     """Stop and remove one service's container."""
-    conn.check(compose(fleet, host, "rm", "--stop", "--force", service), timeout=300)
+    conn.check(compose(desired, host, "rm", "--stop", "--force", service), timeout=300)
 
 
 def seat_address(host: Host) -> str:
@@ -137,11 +140,11 @@ def observe_seat(conn: HostSession, host: Host, seat_name: str) -> ObservedHost:
 
 
 def look(
-    connections: Sessions, fleet: DesiredFleet, seat_name: str
+    connections: Sessions, desired: DesiredFleet, seat_name: str
 ) -> tuple[ObservedSeat | None, Endpoints, bool]:
     """One observation of a seat: its facts, its endpoints, whether GPU facts were read."""
-    seat = fleet.seats[seat_name]
-    host = fleet.hosts[seat.host]
+    seat = desired.seats[seat_name]
+    host = desired.hosts[seat.host]
     conn = connections.get(seat.host)
     observed = observe_seat(conn, host, seat_name)
     live = observed.seat(seat_name)
@@ -151,19 +154,19 @@ def look(
 
 def wait_healthy(
     connections: Sessions,
-    fleet: DesiredFleet,
+    desired: DesiredFleet,
     seat_name: str,
     timeout: float,
     waiting: Waiting,
     interval: float = 2.0,
 ) -> Verdict:
     """Poll the health gate until healthy, failed or out of time."""
-    seat = fleet.seats[seat_name]
-    host = fleet.hosts[seat.host]
-    band = seat.band(fleet.settings.concurrency_band)
+    seat = desired.seats[seat_name]
+    host = desired.hosts[seat.host]
+    band = seat.band(desired.settings.concurrency_band)
     started = time.monotonic()
     while True:
-        live, answers, gpu_facts = look(connections, fleet, seat_name)
+        live, answers, gpu_facts = look(connections, desired, seat_name)
         verdict = judge_seat(seat, host, band, live, answers, gpu_facts)
         waited = time.monotonic() - started
         if verdict.state is not HealthState.STARTING:
@@ -177,7 +180,7 @@ def wait_healthy(
         time.sleep(interval)
 
 
-def rendered(fleet: DesiredFleet, seat_name: str) -> dict[str, Any]:
+def rendered(desired: DesiredFleet, seat_name: str) -> dict[str, Any]:
     """The compose service of a desired seat."""
-    seat = fleet.seats[seat_name]
-    return render_service(seat, fleet.hosts[seat.host])
+    seat = desired.seats[seat_name]
+    return render_service(seat, desired.hosts[seat.host])
