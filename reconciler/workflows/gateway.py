@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 from fleet.errors import FleetError, GatewayError
+from fleet.facts.openai_models import model_ids
 from fleet.spec.models import Gateway
 from reconciler.adapters.http import request_url
 from reconciler.host import HostSession
@@ -70,12 +71,7 @@ def verify_aliases(
         except FleetError as err:  # the proxy may still be starting
             listed, reason = set(), err.message
         else:
-            data = reply.json() if reply.status == 200 else None
-            listed = (
-                {str(m.get("id")) for m in (data or {}).get("data", []) if isinstance(m, dict)}
-                if isinstance(data, dict)
-                else set()
-            )
+            listed = set(model_ids(reply.json()) or ()) if reply.status == 200 else set()
             reason = f"proxy lists {len(listed & set(aliases))}/{len(aliases)} aliases"
         if set(aliases) <= listed:
             break

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from fleet.errors import FleetError
+from fleet.facts.openai_models import model_ids
 from fleet.facts.script import fact_script
 from fleet.observed.assemble import assemble_host
 from fleet.observed.gateway_config import parse_gateway_config
@@ -113,12 +114,7 @@ def probe_backend(conn: HostSession, api_base: str) -> BackendProbe:
         )
     except FleetError as err:
         return BackendProbe(api_base=api_base, answers=False, error=err.message)
-    data = reply.json()
-    models = (
-        tuple(sorted(str(m.get("id")) for m in (data or {}).get("data", []) if isinstance(m, dict)))
-        if isinstance(data, dict)
-        else ()
-    )
+    models = tuple(sorted(model_ids(reply.json()) or ()))
     return BackendProbe(
         api_base=api_base,
         answers=reply.status == 200,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from fleet.errors import ApplyError, FleetError
+from fleet.facts.openai_models import model_ids
 from fleet.facts.script import seat_script
 from fleet.names import SEAT_LABEL
 from fleet.observed.assemble import assemble_host
@@ -125,8 +126,7 @@ def endpoints(conn: HostSession, host: Host, port: int) -> Endpoints:
         models = request_via(conn, address, port, "GET", "/v1/models", timeout=5.0).json()
     except FleetError:
         return Endpoints()
-    ids = tuple(str(m.get("id")) for m in (models or {}).get("data", []) if isinstance(m, dict))
-    return Endpoints(health_status=health, served_models=ids if isinstance(models, dict) else None)
+    return Endpoints(health_status=health, served_models=model_ids(models))
 
 
 def observe_seat(conn: HostSession, host: Host, seat_name: str) -> ObservedHost:
