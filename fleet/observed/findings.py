@@ -77,9 +77,9 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
         )
     if host.lock:
         yield Finding(
-            kind=FindingKind.HOST_LOCKED, target=host.name, message=f"locked by {host.lock}"
+            kind=FindingKind.HOST_LOCKED, target=host.name, message=_in_progress(host.lock)
         )
-    if host.interrupted:
+    elif host.interrupted:  # a journal left open with nobody holding the lock
         yield Finding(
             kind=FindingKind.INTERRUPTED_APPLY,
             target=host.name,
@@ -90,6 +90,14 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
     yield from _gpu_processes(host)
     for seat in host.seats:
         yield from _seat_findings(desired, host, seat)
+
+
+def _in_progress(holder: str) -> str:
+    """`apply in progress (by ops@ci pid 7 `fleet apply`, since 2026-12-01T00:00:00Z)`."""
+    who, found, since = holder.strip().rpartition(" since ")
+    if not found:
+        return f"apply in progress (by {holder.strip()})"
+    return f"apply in progress (by {who}, since {since})"
 
 
 def _gpu_processes(host: ObservedHost) -> Iterator[Finding]:
@@ -217,12 +225,12 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
 
 
 def _speculative_mix(observation: Observation) -> Iterator[Finding]:
-    methods: dict[str, list[str]] = defaultdict(list)
+    methods: dict[str, set[str]] = defaultdict(set)
     for host in observation.hosts.values():
         for seat in host.seats:
             method = (seat.speculative or {}).get("method")
-            if method:
-                methods[str(method)].append(seat.name)
+            if method:  # a seat being replaced runs twice for a moment: name it once
+                methods[str(method)].add(seat.name)
     if len(methods) > 1:
         listing = "; ".join(f"{m}: {', '.join(sorted(s))}" for m, s in sorted(methods.items()))
         yield Finding(

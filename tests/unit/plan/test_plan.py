@@ -7,7 +7,7 @@ from collections.abc import Callable
 import pytest
 
 from fleet.observed.gateway_config import parse_gateway_config
-from fleet.observed.models import Observation, ObservedHost
+from fleet.observed.models import GpuProcessUse, Observation, ObservedHost
 from fleet.plan.actions import ActionKind
 from fleet.plan.plan import Plan, make_plan
 from fleet.render.gateway import render_gateway_config
@@ -228,7 +228,16 @@ BLOCKER_CASES = [
         "memory",
         lambda o: o.model_copy(update={"hosts": {**o.hosts, "rig": _full(o.hosts["rig"])}}),
         "llama8b",
-        "needs ~22,118 MiB on rig GPU 0, which has 0 MiB free",
+        "needs ~22,118 MiB on rig GPU 0, which has 0 MiB free of 24,576 MiB; in use: 24,576 MiB "
+        "by no process nvidia-smi lists; over-committed by 22,118 MiB",
+    ),
+    (
+        "memory-held-by-a-process",
+        lambda o: o.model_copy(update={"hosts": {**o.hosts, "rig": _held(o.hosts["rig"])}}),
+        "llama8b",
+        "needs ~22,118 MiB on rig GPU 0, which has 576 MiB free of 24,576 MiB; in use: "
+        "pid 77 (no container) 20,000 MiB, 4,000 MiB by no process nvidia-smi lists; "
+        "over-committed by 21,542 MiB",
     ),
     (
         "unreachable",
@@ -246,6 +255,15 @@ BLOCKER_CASES = [
         "host rig is unreachable: cannot reach root@127.0.0.12:2222",
     ),
 ]
+
+
+def _held(host: ObservedHost) -> ObservedHost:
+    """GPU 0 nearly full: a process outside any container holds most of it."""
+    gpus = tuple(
+        g.model_copy(update={"memory_used_mib": 24000}) if g.index == 0 else g for g in host.gpus
+    )
+    process = GpuProcessUse(pid=77, gpu_index=0, used_mib=20000, container_id=None)
+    return host.model_copy(update={"gpus": gpus, "seats": (), "processes": (process,)})
 
 
 def _full(host: ObservedHost) -> ObservedHost:
