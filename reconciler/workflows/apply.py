@@ -1,4 +1,4 @@
-"""Execute a plan: seats wave by wave behind health gates, then the gateway, then removals.
+"""Execute a plan: seats behind health gates (hosts concurrently), the gateway, removals.
 
 Called by `fleet apply`. Every touched host is locked first. A seat counts as changed only
 once its health gate passes; gateway aliases move only after their seats are healthy. On
@@ -10,15 +10,12 @@ Each step is recorded in the host's journal.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
 from fleet.errors import ApplyError, FleetError, PlanError
 from fleet.facts.argv import parse_engine_argv
-from fleet.plan.actions import Action, ActionKind
-from fleet.plan.health import HealthState
+from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
 from fleet.render.compose import compose_path
 from fleet.render.gateway import render_gateway_config
@@ -29,6 +26,7 @@ from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.drain import drain
+from reconciler.workflows.seat_wave import Reporter, Undo, apply_seat_wave, by_host
 
 
 @dataclass(frozen=True)
@@ -38,24 +36,6 @@ class ApplyOptions:
     seat_timeout: float = 900.0
     gateway_timeout: float = 120.0
     drain_timeout: float = 120.0
-
-
-class Reporter(Protocol):
-    """Where apply says what it does."""
-
-    def step(self, message: str) -> None: ...
-
-    def waiting(self, reason: str, seconds: float) -> None: ...
-
-
-@dataclass
-class Undo:
-    """What apply changed so far, to put back on failure."""
-
-    composes: dict[str, str | None] = field(default_factory=dict)
-    created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    replaced: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    gateway_previous: str | None = None
 
 
 def apply_plan(
@@ -72,7 +52,7 @@ def apply_plan(
         )
     key = (
         gateway_ops.master_key(desired.gateway)
-        if desired.gateway and any(a.wave == 2 for a in plan.actions)
+        if desired.gateway and any(a.wave is Wave.GATEWAY for a in plan.actions)
         else None
     )
     hosts = sorted({a.host for a in plan.actions})
@@ -104,7 +84,9 @@ def _run(
     undo = Undo()
     done: list[str] = []
     try:
-        done += _apply_seats(desired, connections, plan.actions, options, reporter, undo)
+        done += apply_seat_wave(
+            desired, connections, plan.actions, options.seat_timeout, reporter, undo
+        )
         done += _apply_gateway(
             desired,
             connections,
@@ -127,48 +109,6 @@ def _run(
     return done
 
 
-def _by_host(actions: tuple[Action, ...], wave: int) -> dict[str, list[Action]]:
-    grouped: dict[str, list[Action]] = defaultdict(list)
-    for action in actions:
-        if action.wave == wave:
-            grouped[action.host].append(action)
-    return dict(sorted(grouped.items()))
-
-
-def _apply_seats(
-    desired: DesiredFleet,
-    connections: Sessions,
-    actions: tuple[Action, ...],
-    options: ApplyOptions,
-    reporter: Reporter,
-    undo: Undo,
-) -> list[str]:
-    done = []
-    for host_name, group in _by_host(actions, 1).items():
-        host, conn = desired.hosts[host_name], connections.get(host_name)
-        current = conn.read_file(compose_path(host))
-        text = seat_ops.merged_compose(
-            desired, host, current, {a.target: seat_ops.rendered(desired, a.target) for a in group}
-        )
-        reporter.step(f"{host_name}: upload {compose_path(host)}")
-        seat_ops.upload_compose(conn, host, text, current)
-        undo.composes.setdefault(host_name, current)
-        for action in group:
-            verb = "create" if action.kind is ActionKind.CREATE_SEAT else "replace"
-            reporter.step(f"{host_name}: {verb} seat {action.target}")
-            (undo.created if verb == "create" else undo.replaced)[host_name].append(action.target)
-            seat_ops.start_service(conn, desired, host, action.target)
-            verdict = seat_ops.wait_healthy(
-                connections, desired, action.target, options.seat_timeout, reporter.waiting
-            )
-            if verdict.state is not HealthState.HEALTHY:
-                raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
-            reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
-            locks.record(conn, host, f"{verb}-seat", target=action.target)
-            done.append(f"{verb} seat {action.target} on {host_name}")
-    return done
-
-
 def _apply_gateway(
     desired: DesiredFleet,
     connections: Sessions,
@@ -179,7 +119,7 @@ def _apply_gateway(
     key: str | None,
     only_seats: frozenset[str],
 ) -> list[str]:
-    group = [a for a in actions if a.wave == 2]
+    group = [a for a in actions if a.wave is Wave.GATEWAY]
     gateway = desired.gateway
     if not group or gateway is None:
         return []
@@ -220,7 +160,7 @@ def _apply_removals(
     reporter: Reporter,
 ) -> list[str]:
     done = []
-    for host_name, group in _by_host(actions, 3).items():
+    for host_name, group in by_host(actions, Wave.REMOVALS).items():
         host, conn = desired.hosts[host_name], connections.get(host_name)
         for action in group:
             reporter.step(f"{host_name}: drain seat {action.target}")

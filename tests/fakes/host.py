@@ -91,6 +91,7 @@ class FakeHost:
     crashes: dict[str, str] = field(default_factory=dict)
     journal: list[tuple[str, str]] = field(default_factory=list)
     scripts: list[str] = field(default_factory=list)  # every fact script sent to `sh -s`
+    before_up: Callable[[str], None] | None = None  # called with the service compose starts
     modes: dict[str, int] = field(default_factory=dict)
     directories: set[str] = field(default_factory=set)
     containers: dict[str, FakeContainer] = field(default_factory=dict)
@@ -147,6 +148,8 @@ class FakeHost:
         definition = ((load_yaml(text) or {}).get("services") or {}).get(service)
         if definition is None:
             return CommandResult(1, "", f"no such service: {service}")
+        if self.before_up is not None:
+            self.before_up(service)
         self._pids += 100
         crash = self.crashes.pop(service, None)
         container = FakeContainer(

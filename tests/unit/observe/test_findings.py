@@ -78,4 +78,3 @@ def test_a_seat_being_replaced_is_named_once_in_the_speculative_mix() -> None:
     (mix,) = about(find_issues(fleet, observation), FindingKind.SPECULATIVE_MIX)
     assert "flash, flash" not in mix[2]
     assert mix[2].count("flash") == 1
-

@@ -1,0 +1,164 @@
+"""The seat wave of an apply: each host's seats in order, the hosts at the same time.
+
+Seats of one host share its GPUs, so they start one after another, each behind its health
+gate; different hosts share nothing, so they run concurrently (a fleet's apply takes about
+as long as its slowest host, not the sum of every engine's start). Progress lines come
+prefixed by host. When one host fails, the others stop at their next step or poll, and the
+caller rolls back everything every host recorded in `Undo`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from fleet.errors import ApplyError, FleetError
+from fleet.plan.actions import Action, ActionKind, Wave
+from fleet.plan.health import HealthState
+from fleet.render.compose import compose_path
+from fleet.spec.models import DesiredFleet
+from reconciler.host import Sessions
+from reconciler.workflows import locks
+from reconciler.workflows import seats as seat_ops
+
+
+class Reporter(Protocol):
+    """Where apply says what it does."""
+
+    def step(self, message: str) -> None: ...
+
+    def waiting(self, reason: str, seconds: float) -> None: ...
+
+
+@dataclass
+class Undo:
+    """What apply changed so far, to put back on failure (per host)."""
+
+    composes: dict[str, str | None] = field(default_factory=dict)
+    created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    replaced: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    gateway_previous: str | None = None
+
+
+class Cancelled(FleetError):
+    """Another host's seat failed, so this host stopped before its next step."""
+
+
+class SerialReporter:
+    """A reporter several host threads can share: one line at a time."""
+
+    def __init__(self, reporter: Reporter) -> None:
+        self.reporter = reporter
+        self.lock = threading.Lock()
+
+    def step(self, message: str) -> None:
+        with self.lock:
+            self.reporter.step(message)
+
+    def waiting(self, reason: str, seconds: float) -> None:
+        with self.lock:
+            self.reporter.waiting(reason, seconds)
+
+
+def by_host(actions: tuple[Action, ...], wave: Wave) -> dict[str, list[Action]]:
+    """The actions of one wave, grouped by host, hosts sorted."""
+    grouped: dict[str, list[Action]] = defaultdict(list)
+    for action in actions:
+        if action.wave is wave:
+            grouped[action.host].append(action)
+    return dict(sorted(grouped.items()))
+
+
+@dataclass(frozen=True)
+class WaveRun:
+    """What every host's thread shares."""
+
+    desired: DesiredFleet
+    sessions: Sessions
+    seat_timeout: float
+    reporter: SerialReporter
+    undo: Undo
+    stop: threading.Event
+
+
+def apply_seat_wave(
+    desired: DesiredFleet,
+    sessions: Sessions,
+    actions: tuple[Action, ...],
+    seat_timeout: float,
+    reporter: Reporter,
+    undo: Undo,
+) -> list[str]:
+    """Create and replace every seat of the plan, hosts concurrently; what changed."""
+    groups = by_host(actions, Wave.SEATS)
+    if not groups:
+        return []
+    run = WaveRun(
+        desired, sessions, seat_timeout, SerialReporter(reporter), undo, threading.Event()
+    )
+    for host in groups:  # made here, so threads only append to their own host's lists
+        undo.created[host], undo.replaced[host] = [], []
+    with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="apply") as pool:
+        futures = {host: pool.submit(_guarded, run, host, group) for host, group in groups.items()}
+    results = {host: future.result() for host, future in futures.items()}
+    failures = [r for r in results.values() if isinstance(r, FleetError)]
+    if failures:
+        raise next((f for f in failures if not isinstance(f, Cancelled)), failures[0])
+    return [line for host in groups for line in results[host]]  # type: ignore[union-attr]
+
+
+def _guarded(run: WaveRun, host: str, group: list[Action]) -> list[str] | FleetError:
+    """One host's seats; its failure is returned (and tells the other hosts to stop)."""
+    try:
+        return _host_seats(run, host, group)
+    except FleetError as failure:
+        run.stop.set()
+        return failure
+
+
+def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
+    desired, reporter = run.desired, run.reporter
+    host, conn = desired.hosts[host_name], run.sessions.get(host_name)
+    current = conn.read_file(compose_path(host))
+    services: dict[str, dict[str, Any] | None] = {
+        a.target: seat_ops.rendered(desired, a.target) for a in group
+    }
+    text = seat_ops.merged_compose(desired, host, current, services)
+    reporter.step(f"{host_name}: upload {compose_path(host)}")
+    seat_ops.upload_compose(conn, host, text, current)
+    run.undo.composes[host_name] = current
+    done = []
+    for action in group:
+        _check_stop(run, host_name)
+        verb = "create" if action.kind is ActionKind.CREATE_SEAT else "replace"
+        reporter.step(f"{host_name}: {verb} seat {action.target}")
+        (run.undo.created if verb == "create" else run.undo.replaced)[host_name].append(
+            action.target
+        )
+        seat_ops.start_service(conn, desired, host, action.target)
+        verdict = seat_ops.wait_healthy(
+            run.sessions, desired, action.target, run.seat_timeout, _waiting(run, host_name)
+        )
+        if verdict.state is not HealthState.HEALTHY:
+            raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
+        reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
+        locks.record(conn, host, f"{verb}-seat", target=action.target)
+        done.append(f"{verb} seat {action.target} on {host_name}")
+    return done
+
+
+def _waiting(run: WaveRun, host: str) -> Callable[[str, float], None]:
+    def waiting(reason: str, seconds: float) -> None:
+        _check_stop(run, host)
+        run.reporter.waiting(f"{host}: {reason}", seconds)
+
+    return waiting
+
+
+def _check_stop(run: WaveRun, host: str) -> None:
+    if run.stop.is_set():
+        raise Cancelled(f"{host} stopped: another host's seat failed")
