@@ -34,7 +34,12 @@ class Plan(CoreModel):
     noops: tuple[NoOp, ...] = ()
     blockers: tuple[Blocker, ...] = ()
     findings: tuple[Finding, ...] = ()
-    drift: tuple[str, ...] = Field((), description="live vs the committed inventory")
+    drift: tuple[str, ...] = Field(
+        (), description="live vs the committed inventory: one line per seat, alias or GPU"
+    )
+    drift_diff: tuple[str, ...] = Field(
+        (), description="the same as changed lines of the inventory Markdown (plan --diff)"
+    )
     only_seats: tuple[str, ...] = Field((), description="--seat: the seats this plan covers")
     fingerprint: dict[str, str] = Field(default_factory=dict)
 
@@ -68,6 +73,7 @@ def make_plan(
     only_seats: frozenset[str] = frozenset(),
     desired_commit: str | None = None,
     drift: tuple[str, ...] = (),
+    drift_diff: tuple[str, ...] = (),
 ) -> Plan:
     """The plan for the observed fleet; `only_seats` limits seat actions to those named."""
     actions: list[Action] = []
@@ -92,6 +98,7 @@ def make_plan(
         blockers=tuple(blockers.find_blockers(desired, observation, actions)),
         findings=tuple(find_issues(desired, observation)),
         drift=drift,
+        drift_diff=drift_diff,
         fingerprint=fingerprint(desired, observation, tuple(actions)),
     )
 

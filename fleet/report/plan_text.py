@@ -14,6 +14,8 @@ from fleet.plan.plan import Plan
 
 STYLE_OF = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
+STYLE_OF = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
+
 MARKDOWN_LIMIT = 60_000
 SYMBOL = {
     ActionKind.CREATE_SEAT: ("+", "green"),
@@ -39,8 +41,8 @@ def _value(value: object) -> str:
     return json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
 
 
-def plan_lines(plan: Plan) -> list[Line]:
-    """The plan as styled terminal lines."""
+def plan_lines(plan: Plan, *, diff: bool = False) -> list[Line]:
+    """The plan as styled terminal lines; `diff` adds the inventory diff under the drift."""
     lines: list[Line] = [("bold", f"Plan: {plan.summary()}")]
     for wave in Wave:
         actions = [a for a in plan.actions if a.wave is wave]
@@ -61,11 +63,11 @@ def plan_lines(plan: Plan) -> list[Line]:
     if plan.noops:
         lines.append(("bold", "\nIn sync"))
         lines += [("dim", f"  = {n.target}: {n.reason}") for n in plan.noops]
-    lines += _tail_lines(plan)
+    lines += _tail_lines(plan, diff)
     return lines
 
 
-def _tail_lines(plan: Plan) -> list[Line]:
+def _tail_lines(plan: Plan, diff: bool) -> list[Line]:
     lines: list[Line] = []
     if plan.blockers:
         lines.append(("bold red", "\nBlockers (apply refuses this plan)"))
@@ -73,19 +75,14 @@ def _tail_lines(plan: Plan) -> list[Line]:
     if plan.findings:
         lines.append(("bold", "\nFindings"))
         lines += [
-            (
-                "red"
-                if f.severity is Severity.ERROR
-                else "yellow"
-                if f.severity is Severity.WARNING
-                else "dim",
-                f"  {f.severity.value} {f.kind.value} {f.target}: {f.message}",
-            )
+            (STYLE_OF[f.severity], f"  {f.severity.value} {f.kind.value} {f.target}: {f.message}")
             for f in plan.findings
         ]
     if plan.drift:
         lines.append(("bold", "\nDrift (the live fleet differs from the committed inventory)"))
         lines += [("magenta", f"  {d}") for d in plan.drift]
+        if diff:
+            lines += [("magenta", f"  {d}") for d in plan.drift_diff]
     return lines
 
 
@@ -131,7 +128,10 @@ def _markdown_tail(plan: Plan) -> str:
             f"- **{f.kind.value}** `{f.target}`: {f.message}" for f in plan.findings
         ]
     if plan.drift:
-        parts += ["\n### Drift from the committed inventory\n", "```diff", *plan.drift, "```"]
+        parts += ["\n### Drift from the committed inventory\n", *(f"- {d}" for d in plan.drift)]
+        if plan.drift_diff:
+            parts += ["\n<details><summary>Inventory diff</summary>\n", "```diff"]
+            parts += [*plan.drift_diff, "```", "</details>"]
     if plan.noops:
         parts += ["\n<details><summary>In sync</summary>\n"]
         parts += [f"- `{n.target}`: {n.reason}" for n in plan.noops] + ["\n</details>"]

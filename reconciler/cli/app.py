@@ -36,6 +36,10 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 SeatOption = Annotated[
     list[str] | None, typer.Option("--seat", help="Only this seat (repeatable).")
 ]
+DiffOption = Annotated[
+    bool,
+    typer.Option("--diff", help="Also print drift as the unified diff of the inventory."),
+]
 PruneOption = Annotated[
     bool, typer.Option("--prune", help="Also remove managed seats that are no longer in desired/.")
 ]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import DesiredOption, JsonOption, app, open_fleet, output_of
+from reconciler.cli.app import DesiredOption, DiffOption, JsonOption, app, open_fleet, output_of
 from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
@@ -69,12 +69,18 @@ def inventory(
 
 
 @app.command()
-def check(ctx: typer.Context, desired: DesiredOption = None) -> None:
+def check(
+    ctx: typer.Context,
+    desired: DesiredOption = None,
+    as_json: JsonOption = False,
+    diff: DiffOption = False,
+) -> None:
     """Compare the committed inventory with the live fleet: 0 agree, 2 drift, 1 error."""
     from fleet.errors import FleetError
     from fleet.report.inventory import build_inventory
     from fleet.report.inventory_text import inventory_diff, render_markdown
     from reconciler.adapters.git import read_committed
+    from reconciler.workflows.plans import find_drift
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
@@ -87,11 +93,16 @@ def check(ctx: typer.Context, desired: DesiredOption = None) -> None:
     observation = observe(output, repo)
     if report_unreachable(output, observation):
         raise typer.Exit(1)
-    live = render_markdown(build_inventory(repo.desired, observation))
-    delta = inventory_diff(committed, live, name=str(path))
-    if not delta:
+    drift = find_drift(repo, observation, worktree=True)
+    if as_json:
+        output.json({"in_sync": not drift.found, "drift": list(drift.summary)})
+    elif not drift.found:
         output.line(f"in sync: the live fleet matches {path}")
-        raise typer.Exit(0)
-    output.raw("".join(delta))
-    output.note(f"drift: the live fleet differs from {path}", style="yellow")
-    raise typer.Exit(2)
+    else:
+        for line in drift.summary:
+            output.line(f"  {line}")
+        if diff:
+            live = render_markdown(build_inventory(repo.desired, observation))
+            output.raw("".join(inventory_diff(committed, live, name=str(path))))
+        output.note(f"drift: the live fleet differs from {path}", style="yellow")
+    raise typer.Exit(2 if drift.found else 0)

@@ -14,6 +14,7 @@ import typer
 
 from reconciler.cli.app import (
     DesiredOption,
+    DiffOption,
     JsonOption,
     PruneOption,
     SeatOption,
@@ -27,11 +28,11 @@ if TYPE_CHECKING:
     from fleet.plan.plan import Plan
 
 
-def print_plan(output: Output, plan: Plan) -> None:
+def print_plan(output: Output, plan: Plan, *, diff: bool = False) -> None:
     """The plan on the terminal, coloured."""
     from fleet.report.plan_text import plan_lines
 
-    for style, text in plan_lines(plan):
+    for style, text in plan_lines(plan, diff=diff):
         output.out.print(text, style=style, markup=False)
 
 
@@ -46,6 +47,7 @@ def plan(
     ] = None,
     prune: PruneOption = False,
     seat: SeatOption = None,
+    diff: DiffOption = False,
 ) -> None:
     """Diff desired/ against the live fleet and show what apply would do (read-only)."""
     from fleet.report.plan_text import plan_markdown
@@ -63,7 +65,7 @@ def plan(
     elif markdown:
         output.raw(plan_markdown(result))
     else:
-        print_plan(output, result)
+        print_plan(output, result, diff=diff)
     if out_file is not None:
         save_plan(result, out_file)
         output.note(f"saved plan to {out_file}; apply it with `fleet apply {out_file}`")

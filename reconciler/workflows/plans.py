@@ -16,6 +16,7 @@ from fleet.errors import FleetError, PlanError
 from fleet.observed.models import Observation
 from fleet.plan.fingerprint import fingerprint, moved
 from fleet.plan.plan import Plan, make_plan
+from fleet.report.drift import drift_summary, read_inventory_json
 from fleet.report.inventory import Inventory, build_inventory
 from fleet.report.inventory_text import inventory_diff, render_json, render_markdown
 from fleet.spec.models import DesiredFleet
@@ -58,27 +59,56 @@ def build_plan(
     if unknown and not prune:
         raise FleetError(f"no such seat in desired/: {', '.join(unknown)}")
     observation = observe_fleet(repo.desired, sessions)
+    drift = find_drift(repo, observation)
     plan = make_plan(
         repo.desired,
         observation,
         prune=prune,
         only_seats=frozenset(seats or ()),
         desired_commit=head_commit(repo.root),
-        drift=drift_lines(repo, observation),
+        drift=drift.summary,
+        drift_diff=drift.diff,
     )
     return plan, observation
 
 
-def drift_lines(repo: FleetRepo, observation: Observation) -> tuple[str, ...]:
-    """Changed lines between the committed inventory and the live one (none if uncommitted)."""
-    committed = read_committed(repo.inventory_path)
+@dataclass(frozen=True)
+class Drift:
+    """The live fleet against the committed inventory: a summary, and the Markdown diff."""
+
+    summary: tuple[str, ...] = ()
+    diff: tuple[str, ...] = ()
+    committed: bool = False
+
+    @property
+    def found(self) -> bool:
+        """True when the live fleet differs from what was committed."""
+        return bool(self.summary or self.diff)
+
+
+def find_drift(repo: FleetRepo, observation: Observation, *, worktree: bool = False) -> Drift:
+    """Compare the committed inventory (Markdown and its JSON twin) with the live one;
+    with `worktree`, an inventory written but not yet committed counts too."""
+    committed = _committed_text(repo.inventory_path, worktree)
     if committed is None:
-        return ()
-    live = render_markdown(build_inventory(repo.desired, observation))
-    delta = inventory_diff(committed, live, context=0)
-    return tuple(
+        return Drift()
+    inventory = build_inventory(repo.desired, observation)
+    delta = inventory_diff(committed, render_markdown(inventory), context=0)
+    diff = tuple(
         line.rstrip("\n") for line in delta if line[:1] in "+-" and line[:3] not in ("+++", "---")
     )
+    twin = read_inventory_json(_committed_text(repo.inventory_path.with_suffix(".json"), worktree))
+    summary = drift_summary(twin, inventory) if twin is not None else ()
+    if diff and not summary:
+        summary = ("the inventory differs in lines no seat, alias or GPU summary covers",)
+    return Drift(summary=summary, diff=diff, committed=True)
+
+
+def _committed_text(path: Path, worktree: bool) -> str | None:
+    committed = read_committed(path)
+    if committed is None and worktree and path.is_file():
+        return path.read_text()
+    return committed
 
 
 def save_plan(plan: Plan, path: Path) -> None:

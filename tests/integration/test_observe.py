@@ -159,9 +159,16 @@ def test_check_agrees_then_diverges(repo: FleetRepo) -> None:
     again = repo.fleet("inventory")
     assert _no_stamp(again.stdout) == _no_stamp(first), "deterministic but for the timestamp"
     repo.lab.docker("rig", "stop", "-t", "0", "fleet-rig-llama8b-1")
-    diverge = repo.fleet("check")
+    diverge = repo.fleet("check", "--diff")
     assert diverge.returncode == 2, diverge.stdout + diverge.stderr
     assert "-| `llama8b` |" in diverge.stdout and "+| `llama8b` **exited** |" in diverge.stdout
+    summary = repo.fleet("check")
+    assert summary.returncode == 2
+    assert "  seat llama8b on rig: running -> exited" in summary.stdout.splitlines()
+    assert "-| `llama8b` |" not in summary.stdout  # the unified diff only with --diff
+    as_json = json.loads(repo.fleet("check", "--json").stdout)
+    assert as_json["in_sync"] is False
+    assert "seat llama8b on rig: running -> exited" in as_json["drift"]
 
 
 def _no_stamp(text: str) -> list[str]:
