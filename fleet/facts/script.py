@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from fleet.facts.cgroup import parse_cgroup
+from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import parse_docker_inspect
 from fleet.facts.journal import unfinished
 from fleet.facts.model_config import parse_model_config
@@ -28,7 +29,7 @@ from fleet.facts.nvidia_smi import (
     parse_nvidia_smi_table,
 )
 from fleet.facts.provenance import parse_provenance
-from fleet.names import PROVENANCE_SUFFIX, journal_path, lock_path
+from fleet.names import COMPOSE_NAME, PROVENANCE_SUFFIX, in_compose_dir, journal_path, lock_path
 
 MARK = "@@FLEET "
 LOG_LINES = 20000  # the tail of a log read per container
@@ -51,6 +52,7 @@ class Section(StrEnum):
     CONFIG = "config"
     PROVENANCE = "provenance"
     MISSING = "missing"
+    COMPOSE = "compose"
     LOCK = "lock"
     JOURNAL = "journal"
     END = "end"
@@ -132,9 +134,16 @@ _PRELUDE = "set -u\nmark() { printf '\\n" + MARK + '%s\\n\' "$*"; }\n'
 
 
 def apply_facts(compose_dir: str) -> tuple[Fact, ...]:
-    """The apply lock (who holds it) and the tail of the apply journal of a host."""
+    """The compose file fleet wrote, the apply lock (who holds it) and the tail of the
+    apply journal of a host."""
     lock, journal = shlex.quote(lock_path(compose_dir)), shlex.quote(journal_path(compose_dir))
+    compose = shlex.quote(in_compose_dir(compose_dir, COMPOSE_NAME))
     return (
+        Fact(
+            Section.COMPOSE,
+            f"[ -f {compose} ] && {{ mark compose; cat {compose}; }}\n",
+            parse_compose_services,
+        ),
         Fact(Section.LOCK, f"[ -f {lock} ] && {{ mark lock; cat {lock}; }}\n"),
         Fact(
             Section.JOURNAL,

@@ -10,9 +10,11 @@ engine its process runs (never guessed from the image or the program name).
 from __future__ import annotations
 
 from collections import defaultdict
+from typing import Any
 
 from fleet.engines import read_process
 from fleet.facts.cgroup import parse_cgroup
+from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
 from fleet.facts.journal import unfinished
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
@@ -55,6 +57,8 @@ def assemble_host(name: str, output: str) -> ObservedHost:
         )
         for c in containers
     )
+    written = parse_compose_services(sections[Section.COMPOSE].get("", ""))
+    seats = tuple(_with_definition(s, written) for s in seats)
     steps = unfinished(sections[Section.JOURNAL].get(""))
     return ObservedHost(
         name=name,
@@ -68,6 +72,12 @@ def assemble_host(name: str, output: str) -> ObservedHost:
         models=_models(sections),
         missing_paths=tuple(sorted(sections[Section.MISSING])),
     )
+
+
+def _with_definition(seat: ObservedSeat, written: dict[str, dict[str, Any]]) -> ObservedSeat:
+    """A managed seat with its service as the host's compose file defines it (if it does)."""
+    definition = written.get(seat.name) if seat.managed else None
+    return seat.model_copy(update={"definition": definition}) if definition else seat
 
 
 def _step(entry: dict[str, str]) -> str:

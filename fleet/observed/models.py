@@ -7,6 +7,8 @@ Everything here is a fact read off a host; nothing is typed by hand.
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import Field
 
 from fleet.base import CoreModel
@@ -78,6 +80,9 @@ class ObservedSeat(CoreModel):
     gpus: tuple[int, ...] = Field((), description="GPUs its processes hold (nvidia-smi)")
     vram_mib: int = 0
     engine: EngineReport | None = None
+    definition: dict[str, Any] | None = Field(
+        None, description="its service in the compose file fleet last wrote on the host"
+    )
 
     @property
     def concurrency(self) -> float | None:

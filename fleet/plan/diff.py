@@ -10,7 +10,10 @@ Ignore rules (volatile facts never compared, so they never cause a change):
   requested (DeviceRequests / NVIDIA_VISIBLE_DEVICES);
 - the order of served names.
 The `spec_hash` label covers everything else in the compose service (env, mounts, health
-check): when only it differs, the change is reported as `compose definition`.
+check): when only it differs, each key that differs between the service in the host's
+compose file and the one desired/ renders is named (`env HF_HUB_OFFLINE: 0 -> 1`,
+`fleet.plan.detail`); `compose definition: <hash> -> <hash>` only when nothing names it.
+`extra_args` changes are shown flag by flag.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from fleet.base import CoreModel
 from fleet.engines import engine_for, read_process
 from fleet.names import HASH_LABEL
 from fleet.observed.models import ObservedSeat
+from fleet.plan import detail
 from fleet.render.compose import render_service
 from fleet.spec.models import Host, Seat
 
@@ -41,13 +45,15 @@ class FieldChange(CoreModel):
 def desired_shape(seat: Seat, host: Host) -> SeatShape:
     """The comparable shape of a seat spec: container fields plus its engine's fields."""
     engine = engine_for(seat.engine)
+    service = render_service(seat, host)
     return {
         "engine": engine.NAME,
         "image": seat.image,
         "gpus": list(seat.gpus),
         **engine.desired_shape(seat),
         "compared": CONTAINER_FIELDS + engine.COMPARED,
-        "spec_hash": render_service(seat, host)["labels"][HASH_LABEL],
+        "definition": service,
+        "spec_hash": service["labels"][HASH_LABEL],
     }
 
 
@@ -61,6 +67,7 @@ def observed_shape(seat: ObservedSeat) -> SeatShape:
         "gpus": list(seat.gpus) or sorted(requested),
         **(engine.observed_shape(args) if engine else {}),
         "compared": CONTAINER_FIELDS + (engine.COMPARED if engine else ()),
+        "definition": seat.definition,
         "spec_hash": seat.container.labels.get(HASH_LABEL),
     }
 
@@ -83,11 +90,24 @@ def diff_seat(desired: SeatShape, observed: SeatShape) -> list[FieldChange]:
         changes[field] = FieldChange(
             field=field, old=_at(left[top], path[1:2]), new=_at(right[top], path[1:2])
         )
+    if "extra_args" in changes:
+        del changes["extra_args"]
+        changes.update(
+            _keyed(detail.flag_changes(left["extra_args"] or [], right["extra_args"] or []))
+        )
+    if not changes and desired.get("spec_hash") != observed.get("spec_hash"):
+        changes.update(
+            _keyed(detail.service_changes(observed.get("definition"), desired.get("definition")))
+        )
     if not changes and desired.get("spec_hash") != observed.get("spec_hash"):
         changes["compose definition"] = FieldChange(
             field="compose definition", old=observed.get("spec_hash"), new=desired.get("spec_hash")
         )
     return [changes[k] for k in sorted(changes)]
+
+
+def _keyed(found: list[tuple[str, str, str]]) -> dict[str, FieldChange]:
+    return {field: FieldChange(field=field, old=old, new=new) for field, old, new in found}
 
 
 def _at(value: Any, path: list[Any]) -> Any:

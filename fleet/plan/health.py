@@ -17,6 +17,8 @@ from fleet.observed.models import ObservedSeat
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
 from fleet.spec.models import ConcurrencyBand, Host, Seat
 
+SERVICE_KEYS = ("env ", "service ")  # compose keys, not argv: the gate checks the argv
+
 
 class HealthState(StrEnum):
     """Where a starting seat stands."""
@@ -69,7 +71,7 @@ def judge_seat(
     missing = [
         c.field
         for c in diff_seat(desired_shape(seat, host), observed_shape(live))
-        if c.field not in ("gpus", "compose definition")
+        if c.field not in ("gpus", "compose definition") and not c.field.startswith(SERVICE_KEYS)
     ]
     if missing:
         return _failed(

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
 from fleet.facts.journal import unfinished
 from fleet.facts.openai_models import model_ids
@@ -59,6 +60,7 @@ def test_docker_inspect_takes_any_json(containers: object, images: object) -> No
 @given(st.text())
 def test_text_parsers_take_any_text(text: str) -> None:
     parse_docker_inspect(text, text)
+    parse_compose_services(text)
     unfinished(text)
     model_ids(text)
     split_sections(text)

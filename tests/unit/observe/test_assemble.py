@@ -249,3 +249,11 @@ def test_a_failed_query_without_a_table_is_a_gpu_error() -> None:
     output = "@@FLEET gpus\nNVIDIA-SMI has failed\n@@FLEET gpus-rc 9\n@@FLEET end\n"
     host = assemble_host("lone", output)
     assert host.gpus == () and host.gpu_error == "NVIDIA-SMI has failed"
+
+
+def test_a_managed_seat_carries_its_service_from_the_hosts_compose_file(corpus: Path) -> None:
+    compose = "name: fleet-rig\nservices:\n  coder:\n    environment: {MODE: a}\n  other: {}\n"
+    output = fact_output(corpus).replace("@@FLEET end", f"@@FLEET compose\n{compose}@@FLEET end")
+    seats = {s.name: s for s in assemble_host("rig", output).seats}
+    assert seats["coder"].definition == {"environment": {"MODE": "a"}}
+    assert seats["jupyter"].definition is None  # not fleet's: its compose file is not ours

@@ -7,11 +7,12 @@ from collections.abc import Callable
 import pytest
 
 from fleet.observed.gateway_config import parse_gateway_config
-from fleet.observed.models import GpuProcessUse, Observation, ObservedHost
+from fleet.observed.models import GpuProcessUse, Observation, ObservedHost, ObservedSeat
 from fleet.plan.actions import ActionKind
 from fleet.plan.plan import Plan, make_plan
+from fleet.render.compose import render_service
 from fleet.render.gateway import render_gateway_config
-from fleet.spec.models import DesiredFleet
+from fleet.spec.models import DesiredFleet, Seat
 from tests.unit.plan.fakes import gateway_in_sync, in_sync, live_seat
 from tests.unit.render.test_compose import example
 
@@ -337,3 +338,56 @@ def test_seat_filter_scopes_the_gateway_to_that_seat() -> None:
     assert parse_gateway_config(edited).by_alias()["coder"].seat == "coder"
     full = make_plan(fleet, observed)
     assert (ActionKind.RETARGET_ALIAS, "sec") in [(a.kind, a.target) for a in full.actions]
+
+
+def _deployed(fleet: DesiredFleet, seat: Seat) -> ObservedSeat:
+    """The seat as it runs, with its service as the host's compose file holds it."""
+    live = live_seat(fleet, seat)
+    return live.model_copy(update={"definition": render_service(seat, fleet.hosts[seat.host])})
+
+
+KEYED: list[tuple[str, dict[str, object], dict[str, object], list[tuple[str, str, str]]]] = [
+    (
+        "env-added",
+        {},
+        {"env": {"HF_HUB_OFFLINE": "1"}},
+        [("env HF_HUB_OFFLINE", "(absent)", "1")],
+    ),
+    (
+        "env-changed-secret-masked",
+        {"env": {"HF_TOKEN": "${HF_TOKEN}", "MODE": "a"}},
+        {"env": {"HF_TOKEN": "${HF_TOKEN_2}", "MODE": "b"}},
+        [("env HF_TOKEN", "${HF_TOKEN}", "${HF_TOKEN_2}"), ("env MODE", "a", "b")],
+    ),
+    (
+        "flag-value",
+        {"extra_args": ("--max-num-seqs", "256", "--enable-prefix-caching")},
+        {"extra_args": ("--max-num-seqs", "128")},
+        [
+            ("extra_args --enable-prefix-caching", "(set)", "(absent)"),
+            ("extra_args --max-num-seqs", "256", "128"),
+        ],
+    ),
+    (
+        "secret-flag-beside",
+        {"extra_args": ("--api-key", "${CODER_KEY}", "--max-num-seqs", "256")},
+        {"extra_args": ("--api-key", "${CODER_KEY}", "--max-num-seqs", "128")},
+        [("extra_args --max-num-seqs", "256", "128")],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("running", "wanted", "changes"), [c[1:] for c in KEYED], ids=[c[0] for c in KEYED]
+)
+def test_changes_are_named_key_by_key(
+    running: dict[str, object], wanted: dict[str, object], changes: list[tuple[str, str, str]]
+) -> None:
+    fleet = example()
+    before = fleet.seats["coder"].model_copy(update=running)
+    after = fleet.seats["coder"].model_copy(update=wanted)
+    fleet = fleet.model_copy(update={"seats": {**fleet.seats, "coder": after}})
+    observed = replace_seat(in_sync(fleet), "tower", "coder", _deployed(fleet, before))
+    (action,) = [a for a in make_plan(fleet, observed).actions if a.target == "coder"]
+    assert [(c.field, c.old, c.new) for c in action.changes] == changes
+    assert "compose definition" not in [c.field for c in action.changes]
