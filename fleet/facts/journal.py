@@ -1,7 +1,8 @@
 """Read an apply journal: the JSON-lines file of steps an apply completed on a host.
 
 Written by `reconciler.workflows.locks.record`; read here (pure) so that `fleet plan` and the
-inventory can say that an apply was interrupted and which of its steps were done.
+inventory can say that an apply was interrupted and which of its steps were done, and
+which desired/ commit the last finished apply made live.
 """
 
 from __future__ import annotations
@@ -9,17 +10,30 @@ from __future__ import annotations
 import json
 
 
-def unfinished(journal_text: str | None) -> list[dict[str, str]]:
-    """The steps of the last apply if it never finished (no `finished` or `rolled-back`)."""
-    steps: list[dict[str, str]] = []
+def _entries(journal_text: str | None) -> list[dict[str, str]]:
+    entries = []
     for line in (journal_text or "").splitlines():
         try:
             entry = json.loads(line)
         except (json.JSONDecodeError, RecursionError):
             continue
-        if not isinstance(entry, dict):
-            continue
-        entry = {str(k): str(v) for k, v in entry.items()}
+        if isinstance(entry, dict):
+            entries.append({str(k): str(v) for k, v in entry.items()})
+    return entries
+
+
+def last_applied(journal_text: str | None) -> tuple[str, str] | None:
+    """(desired/ commit, time) of the last apply that finished and said its commit."""
+    for entry in reversed(_entries(journal_text)):
+        if entry.get("step") == "finished" and entry.get("commit"):
+            return entry["commit"], entry.get("at", "")
+    return None
+
+
+def unfinished(journal_text: str | None) -> list[dict[str, str]]:
+    """The steps of the last apply if it never finished (no `finished` or `rolled-back`)."""
+    steps: list[dict[str, str]] = []
+    for entry in _entries(journal_text):
         if entry.get("step") == "begin":
             steps = [entry]
         elif steps:

@@ -16,7 +16,7 @@ from fleet.engines import read_process
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
-from fleet.facts.journal import unfinished
+from fleet.facts.journal import last_applied, unfinished
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.model_config import parse_model_config
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nvidia_smi_table
@@ -60,10 +60,13 @@ def assemble_host(name: str, output: str) -> ObservedHost:
     written = parse_compose_services(sections[Section.COMPOSE].get("", ""))
     seats = tuple(_with_definition(s, written) for s in seats)
     steps = unfinished(sections[Section.JOURNAL].get(""))
+    applied = last_applied(sections[Section.JOURNAL].get(""))
     return ObservedHost(
         name=name,
         lock=sections[Section.LOCK].get("", "").strip() or None,
         interrupted=tuple(_step(step) for step in steps),
+        applied_commit=applied[0] if applied else None,
+        applied_at=applied[1] if applied else None,
         gpus=gpus,
         gpu_error=gpu_error,
         docker_error=docker_error,

@@ -107,6 +107,8 @@ class ObservedHost(CoreModel):
     missing_paths: tuple[str, ...] = ()
     lock: str | None = Field(None, description="who holds the apply lock, if anyone")
     interrupted: tuple[str, ...] = Field((), description="steps of an unfinished apply")
+    applied_commit: str | None = Field(None, description="desired/ commit of the last apply")
+    applied_at: str | None = Field(None, description="when that apply finished")
 
     def seat(self, name: str) -> ObservedSeat | None:
         """The managed seat of that name, if it runs here."""
@@ -140,6 +142,13 @@ class Observation(CoreModel):
     observed_at: str
     hosts: dict[str, ObservedHost] = Field(default_factory=dict)
     gateway: ObservedGateway | None = None
+
+    @property
+    def live_commit(self) -> str | None:
+        """The desired/ commit the newest finished apply on any host made live."""
+        applied = [h for h in self.hosts.values() if h.applied_commit]
+        newest = max(applied, key=lambda h: (h.applied_at or "", h.name), default=None)
+        return newest.applied_commit if newest else None
 
     def seat(self, name: str) -> tuple[ObservedHost, ObservedSeat] | None:
         """Where a managed seat runs, if anywhere."""

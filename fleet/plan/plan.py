@@ -30,6 +30,9 @@ class Plan(CoreModel):
 
     created_at: str
     desired_commit: str | None = None
+    live_commit: str | None = Field(
+        None, description="the desired/ commit the last finished apply made live (from hosts)"
+    )
     actions: tuple[Action, ...] = ()
     noops: tuple[NoOp, ...] = ()
     blockers: tuple[Blocker, ...] = ()
@@ -93,6 +96,7 @@ def make_plan(
         only_seats=tuple(sorted(only_seats)),
         created_at=observation.observed_at,
         desired_commit=desired_commit,
+        live_commit=observation.live_commit,
         actions=tuple(actions),
         noops=tuple(noops),
         blockers=tuple(blockers.find_blockers(desired, observation, actions)),

@@ -81,6 +81,7 @@ class Inventory(CoreModel):
 
     fleet: str
     generated_at: str
+    live_commit: str | None = None
     hosts: tuple[HostSection, ...] = ()
     aliases: tuple[AliasRow, ...] = ()
     findings: tuple[Finding, ...] = Field(())
@@ -96,6 +97,7 @@ def build_inventory(desired: DesiredFleet, observation: Observation) -> Inventor
     return Inventory(
         fleet=desired.settings.name,
         generated_at=observation.observed_at,
+        live_commit=observation.live_commit,
         hosts=hosts,
         aliases=_alias_rows(desired, observation),
         findings=tuple(find_issues(desired, observation)),

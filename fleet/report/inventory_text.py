@@ -46,6 +46,13 @@ def render_json(inventory: Inventory) -> str:
     return json.dumps(inventory.model_dump(mode="json"), indent=2, sort_keys=True) + "\n"
 
 
+def _live(commit: str | None) -> str:
+    if not commit:
+        return "no finished apply recorded on the hosts"
+    sha, dirty, _ = commit.partition("+")
+    return f"desired/ at `{sha[:12]}`{' with uncommitted changes' if dirty else ''}"
+
+
 def render_markdown(inventory: Inventory) -> str:
     """The inventory document."""
     lines = [
@@ -55,6 +62,8 @@ def render_markdown(inventory: Inventory) -> str:
         "Do not edit: change desired/ and apply. -->",
         "",
         f"{TIMESTAMP_PREFIX}{inventory.generated_at}",
+        "",
+        f"Live: {_live(inventory.live_commit)}",
         "",
     ]
     for host in inventory.hosts:

@@ -41,9 +41,18 @@ def _value(value: object) -> str:
     return json.dumps(value, sort_keys=True) if not isinstance(value, str) else value
 
 
+def live_line(commit: str | None) -> str:
+    """Which desired/ revision the hosts run, as the last finished apply recorded it."""
+    if not commit:
+        return "no finished apply recorded on the hosts"
+    sha, dirty, _ = commit.partition("+")
+    return f"desired/ at {sha[:12]}{' with uncommitted changes' if dirty else ''} (last apply)"
+
+
 def plan_lines(plan: Plan, *, diff: bool = False) -> list[Line]:
     """The plan as styled terminal lines; `diff` adds the inventory diff under the drift."""
     lines: list[Line] = [("bold", f"Plan: {plan.summary()}")]
+    lines.append(("dim", f"Live: {live_line(plan.live_commit)}"))
     for wave in Wave:
         actions = [a for a in plan.actions if a.wave is wave]
         if actions:
@@ -93,6 +102,8 @@ def plan_markdown(plan: Plan) -> str:
         "",
         f"**{plan.summary()}**"
         + (f" at `{plan.desired_commit[:12]}`" if plan.desired_commit else ""),
+        "",
+        f"Live: {live_line(plan.live_commit)}",
         "",
     ]
     if plan.blockers:

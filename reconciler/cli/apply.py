@@ -45,6 +45,17 @@ class TerminalReporter:
             self.last_wait = seconds
 
 
+def refuse_dirty(plan: Plan, allow_dirty: bool) -> None:
+    """Apply only what a commit of desired/ says, unless told otherwise."""
+    from fleet.errors import FleetError
+
+    if (plan.desired_commit or "").endswith("+dirty") and not allow_dirty:
+        raise FleetError(
+            "desired/ has uncommitted changes: commit them so the live fleet matches a "
+            "revision, or pass --allow-dirty"
+        )
+
+
 def _confirm(plan: Plan, auto_approve: bool) -> None:
     from fleet.errors import FleetError
 
@@ -72,6 +83,13 @@ def apply(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds a seat may take to become healthy.")
     ] = 900.0,
+    allow_dirty: Annotated[
+        bool,
+        typer.Option(
+            "--allow-dirty",
+            help="Apply desired/ with uncommitted changes (the inventory commit says so).",
+        ),
+    ] = False,
 ) -> None:
     """Make the live fleet match desired/, behind health gates, rolling back on failure."""
     from fleet.errors import PlanError
@@ -88,6 +106,7 @@ def apply(
         else:
             plan, _ = build_plan(repo, connections, prune=prune, seats=seat)
         print_plan(output, plan)
+        refuse_dirty(plan, allow_dirty)
         if plan.empty:
             output.line("Nothing to do: the live fleet matches desired/.")
             return
@@ -97,7 +116,7 @@ def apply(
         options = ApplyOptions(seat_timeout=timeout)
         done = apply_plan(repo.desired, connections, plan, options, TerminalReporter(output))
         output.line(f"Applied: {plan.summary()}", style="green")
-        output.line(commit_inventory(repo, connections, done, push))
+        output.line(commit_inventory(repo, connections, done, push, plan.desired_commit))
 
 
 @app.command()

@@ -79,6 +79,7 @@ def check(
     from fleet.errors import FleetError
     from fleet.report.inventory import build_inventory
     from fleet.report.inventory_text import inventory_diff, render_markdown
+    from fleet.report.plan_text import live_line
     from reconciler.adapters.git import read_committed
     from reconciler.workflows.plans import find_drift
 
@@ -95,10 +96,18 @@ def check(
         raise typer.Exit(1)
     drift = find_drift(repo, observation, worktree=True)
     if as_json:
-        output.json({"in_sync": not drift.found, "drift": list(drift.summary)})
+        output.json(
+            {
+                "in_sync": not drift.found,
+                "drift": list(drift.summary),
+                "live_commit": observation.live_commit,
+            }
+        )
     elif not drift.found:
         output.line(f"in sync: the live fleet matches {path}")
+        output.line(f"live: {live_line(observation.live_commit)}")
     else:
+        output.line(f"live: {live_line(observation.live_commit)}")
         for line in drift.summary:
             output.line(f"  {line}")
         if diff:

@@ -62,11 +62,20 @@ def apply_plan(
             locks.acquire(connections.get(name), desired.hosts[name])
             taken.append(name)
             locks.record(
-                connections.get(name), desired.hosts[name], "begin", summary=plan.summary()
+                connections.get(name),
+                desired.hosts[name],
+                "begin",
+                summary=plan.summary(),
+                commit=plan.desired_commit or "",
             )
         done = _run(desired, connections, plan, options, reporter, key)
         for name in hosts:
-            locks.record(connections.get(name), desired.hosts[name], "finished")
+            locks.record(
+                connections.get(name),
+                desired.hosts[name],
+                "finished",
+                commit=plan.desired_commit or "",
+            )
         return done
     finally:
         for name in taken:

@@ -144,6 +144,15 @@ def fresh_saved_plan(repo: FleetRepo, sessions: Sessions, path: Path) -> Plan:
     return saved
 
 
+def applied_line(commit: str | None) -> str:
+    """`applied desired/ at 3f1c2a9` (and whether it had uncommitted changes)."""
+    if not commit:
+        return "applied desired/ outside Git (no commit to record)"
+    sha, dirty, _ = commit.partition("+")
+    suffix = " with uncommitted changes (--allow-dirty)" if dirty else ""
+    return f"applied desired/ at {sha[:12]}{suffix}"
+
+
 def write_inventory(repo: FleetRepo, inventory: Inventory) -> list[Path]:
     """Write the Markdown and its JSON twin; the paths written."""
     markdown = repo.inventory_path
@@ -154,7 +163,9 @@ def write_inventory(repo: FleetRepo, inventory: Inventory) -> list[Path]:
     return [markdown, twin]
 
 
-def commit_inventory(repo: FleetRepo, sessions: Sessions, done: list[str], push: bool) -> str:
+def commit_inventory(
+    repo: FleetRepo, sessions: Sessions, done: list[str], push: bool, applied: str | None
+) -> str:
     """Observe, write the inventory, commit exactly its two files; what happened, in a line."""
     observation = observe_fleet(repo.desired, sessions)
     paths = write_inventory(repo, build_inventory(repo.desired, observation))
@@ -162,8 +173,7 @@ def commit_inventory(repo: FleetRepo, sessions: Sessions, done: list[str], push:
         return f"wrote {paths[0]} (not a Git repository: nothing committed)"
     message = (
         f"fleet apply: {len(done)} change(s) to {repo.desired.settings.name}\n\n"
-        + "\n".join(f"- {line}" for line in done)
-        + "\n"
+        f"{applied_line(applied)}\n\n" + "\n".join(f"- {line}" for line in done) + "\n"
     )
     sha = commit_files(paths, message, push=push)
     pushed = " and pushed" if push else ""

@@ -52,6 +52,15 @@ def one(clean_lab: Lab, tmp_path: Path) -> FleetRepo:
 
 
 def test_create_then_idempotent_and_committed(one: FleetRepo, tmp_path: Path) -> None:
+    applied = git.Repo(one.root).head.commit.hexsha
+    seat_file = one.desired / "seats" / "flash.yaml"
+    seat_file.write_text(seat_file.read_text() + "# an edit nobody committed\n")
+    dirty = one.fleet("apply", "--auto-approve")
+    assert dirty.returncode == 1
+    assert "desired/ has uncommitted changes" in dirty.stderr and "--allow-dirty" in dirty.stderr
+    started = one.lab.docker("tower", "ps", "-aq", "--filter", "name=fleet-tower-flash")
+    assert started.stdout.strip() == ""  # refused before anything started
+    git.Repo(one.root).git.checkout("--", str(seat_file))
     remote = git.Repo.init(tmp_path / "remote.git", bare=True)
     origin = git.Repo(one.root).create_remote("origin", str(tmp_path / "remote.git"))
     origin.push("HEAD:refs/heads/main")
@@ -70,6 +79,12 @@ def test_create_then_idempotent_and_committed(one: FleetRepo, tmp_path: Path) ->
     assert head.message.startswith("fleet apply: ")
     assert "- create seat flash on tower" in head.message
     assert "- add alias summarizer" in head.message
+    assert f"applied desired/ at {applied[:12]}" in head.message
+    live = json.loads(one.fleet("inventory", "--json").stdout)
+    assert live["live_commit"] == applied
+    assert json.loads(one.fleet("plan", "--json").stdout)["live_commit"] == applied
+    checked = one.fleet("check", "--json")
+    assert json.loads(checked.stdout) == {"in_sync": True, "drift": [], "live_commit": applied}
     inventory = (one.root / "inventory" / "INVENTORY.md").read_text()
     assert "`flash`" in inventory and "mtp k=3" in inventory
 

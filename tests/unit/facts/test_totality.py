@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
-from fleet.facts.journal import unfinished
+from fleet.facts.journal import last_applied, unfinished
 from fleet.facts.openai_models import model_ids
 from fleet.facts.script import split_sections
 from fleet.observed.assemble import assemble_host
@@ -124,3 +124,25 @@ def test_odd_docker_inspect_shapes(item: dict[str, object], expected: dict[str, 
 )
 def test_model_ids(payload: object, ids: tuple[str, ...] | None) -> None:
     assert model_ids(payload) == ids
+
+
+@pytest.mark.parametrize(
+    ("lines", "applied"),
+    [
+        ([], None),
+        (['{"at": "T1", "step": "begin", "commit": "aaa"}'], None),
+        (
+            [
+                '{"at": "T1", "step": "finished", "commit": "aaa"}',
+                '{"at": "T2", "step": "begin", "commit": "bbb"}',
+                '{"at": "T3", "step": "rolled-back"}',
+            ],
+            ("aaa", "T1"),
+        ),
+        (['{"at": "T1", "step": "finished", "commit": "aaa"}', "7", "{"], ("aaa", "T1")),
+        (['{"at": "T1", "step": "finished"}'], None),
+    ],
+    ids=["empty", "never-finished", "rolled-back-keeps-the-last", "noise-after", "no-commit"],
+)
+def test_last_applied_commit(lines: list[str], applied: tuple[str, str] | None) -> None:
+    assert last_applied("\n".join(lines)) == applied

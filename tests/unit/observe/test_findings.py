@@ -78,3 +78,15 @@ def test_a_seat_being_replaced_is_named_once_in_the_speculative_mix() -> None:
     (mix,) = about(find_issues(fleet, observation), FindingKind.SPECULATIVE_MIX)
     assert "flash, flash" not in mix[2]
     assert mix[2].count("flash") == 1
+
+
+def test_the_live_commit_is_the_newest_finished_apply() -> None:
+    fleet = example()
+    observation = in_sync(fleet)
+    assert observation.live_commit is None
+    observation = on_tower(applied_commit="aaa", applied_at="2026-12-01T10:00:00Z")(observation)
+    rig = observation.hosts["rig"].model_copy(
+        update={"applied_commit": "bbb", "applied_at": "2026-12-02T10:00:00Z"}
+    )
+    observation = observation.model_copy(update={"hosts": {**observation.hosts, "rig": rig}})
+    assert observation.live_commit == "bbb"
