@@ -24,7 +24,7 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from fleet.facts.script import fact_script
+from fleet.facts.script import host_script
 from fleet.render.compose import render_compose
 from fleet.spec.models import DesiredFleet
 from reconciler.adapters.connections import Connections
@@ -100,20 +100,21 @@ def timed(action: Callable[[], object], runs: int) -> list[float]:
 def bench(k: int, runs: int) -> list[tuple[str, list[float], str]]:
     """Every measurement for K hosts."""
     lab = Lab(gpu_hosts=k)
-    lab.up()
-    try:
-        os.environ.update(lab.env())
-        with tempfile.TemporaryDirectory() as scratch:
-            desired = write_desired(Path(scratch), lab)
-            fleet, _ = require_valid(desired)
-            for host in lab.hosts.values():
-                if not host.spec.gateway:
-                    lab.compose_up(
-                        host.name, f"fleet-{host.name}", render_compose(fleet, host.name)
-                    )
-            return measure(lab, desired, fleet, k, runs)
-    finally:
-        lab.down()
+    with lab.locked():  # a test session using the lab waits, and so does this
+        lab.up()
+        try:
+            os.environ.update(lab.env())
+            with tempfile.TemporaryDirectory() as scratch:
+                desired = write_desired(Path(scratch), lab)
+                fleet, _ = require_valid(desired)
+                for host in lab.hosts.values():
+                    if not host.spec.gateway:
+                        lab.compose_up(
+                            host.name, f"fleet-{host.name}", render_compose(fleet, host.name)
+                        )
+                return measure(lab, desired, fleet, k, runs)
+        finally:
+            lab.down()
 
 
 def measure(
@@ -125,7 +126,7 @@ def measure(
     gpu_hosts = [h for h in lab.hosts.values() if not h.spec.gateway]
     ssh = ["ssh", "-F", str(lab.ssh_config)]
     script = {
-        h.name: fact_script("/models", [s.model for s in fleet.seats_on(h.name)]) for h in gpu_hosts
+        h.name: host_script("/models", [s.model for s in fleet.seats_on(h.name)]) for h in gpu_hosts
     }
     rows = [
         (

@@ -192,13 +192,6 @@ def seat_script(label: str, value: str) -> str:
     )
 
 
-def fact_script(
-    models_root: str, model_paths: Iterable[str], compose_dir: str = "/srv/fleet"
-) -> str:
-    """The whole-host script (`host_script`), under the name observe has always used."""
-    return host_script(models_root, model_paths, compose_dir)
-
-
 def _words(paths: list[str]) -> str:
     return " ".join(shlex.quote(p) for p in paths)
 

@@ -53,12 +53,13 @@ def procs_path() -> str:
 
 
 def make_dirs(lab: Lab) -> None:
-    """Mount points on the machine (recorded if created) and the lab's folders."""
+    """The lab's folder, then mount points on the machine, each recorded before it is made
+    (so that `down` removes it even when the lab dies right after)."""
+    lab.root.mkdir(parents=True, exist_ok=True)
     for path in (*procs.MOUNT_POINTS, RUN_ROOT, Path("/run/sshd")):
         if not path.exists():
-            path.mkdir(parents=True)
             lab.state.add("dir", str(path))
-    lab.root.mkdir(parents=True, exist_ok=True)
+            path.mkdir(parents=True)
     runtime = lab.root / "runtime"
     shutil.rmtree(runtime, ignore_errors=True)
     shutil.copytree(RUNTIME_SRC, runtime, ignore=shutil.ignore_patterns("__pycache__"))

@@ -128,7 +128,8 @@ class Lab:
             yield
 
     def up(self) -> None:
-        """Bring the lab up from whatever state the machine is in."""
+        """Bring the lab up from whatever state the machine is in (under `locked()` or not)."""
+        self.root.mkdir(parents=True, exist_ok=True)
         self.down()
         self.state = LabState(self.root / "state.json")
         try:

@@ -52,6 +52,7 @@ class LabState:
             "created_dirs": self.created_dirs,
             "hosts": self.hosts,
         }
+        self.path.parent.mkdir(parents=True, exist_ok=True)  # any entry point may be first
         tmp = self.path.with_suffix(".tmp")
         tmp.write_text(json.dumps(data, indent=1))
         tmp.rename(self.path)
