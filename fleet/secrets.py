@@ -103,3 +103,19 @@ def mask_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
         else:
             masked.append(arg)
     return tuple(masked)
+
+
+_URL_CREDENTIALS = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
+
+
+def mask_env_value(name: str, value: str) -> str:
+    """An environment value fit for desired/: `${NAME}` in place of anything that looks
+    secret (a secret-sounding name, a known key shape, credentials in a URL)."""
+    if REFERENCE.match(value):
+        return value
+    looks_secret = (
+        SECRET_KEY_NAMES.search(name) is not None
+        or any(pattern.search(value) for _, pattern in KEY_SHAPES)
+        or _URL_CREDENTIALS.search(value) is not None
+    )
+    return f"${{{name}}}" if looks_secret and value else value

@@ -1,7 +1,10 @@
 """`docker inspect` and `docker image inspect` JSON -> the container facts fleet uses.
 
-Called by `fleet.assemble` on the fact script's output. Only what fleet reports is kept:
-never the environment (it may hold secrets), except the GPU hand-over variable.
+Called by `fleet.observed.assemble` on the fact script's output. Only what fleet reports
+is kept. The environment is kept only as the container set it beyond its image's own
+defaults (what `fleet import` writes into desired/), and every value that looks secret
+(by its name, its shape, or credentials in a URL) is replaced by a `${NAME}` reference
+right here: no secret value leaves this parser.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ from typing import Any
 from pydantic import Field
 
 from fleet.base import CoreModel
-from fleet.secrets import mask_argv
+from fleet.secrets import mask_argv, mask_env_value
+
+HANDOVER_VARIABLES = frozenset({"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"})
 
 
 class ContainerFact(CoreModel):
@@ -32,6 +37,10 @@ class ContainerFact(CoreModel):
     argv: tuple[str, ...] = Field((), description="Path + Args: the process docker started.")
     ports: tuple[str, ...] = Field((), description="host_ip:host_port->container_port/proto")
     gpu_request: tuple[str, ...] = Field((), description="GPU ids from DeviceRequests or env")
+    env: dict[str, str] = Field(
+        default_factory=dict,
+        description="environment beyond the image's own, secret-looking values as ${NAME}",
+    )
     runtime: str = ""
 
     @property
@@ -42,8 +51,10 @@ class ContainerFact(CoreModel):
 
 def parse_docker_inspect(containers_json: str, images_json: str = "") -> tuple[ContainerFact, ...]:
     """Containers sorted by name; broken or empty JSON gives an empty tuple."""
-    digests = _image_digests(images_json)
-    facts = [_container(item, digests) for item in _load_list(containers_json)]
+    images = _load_list(images_json)
+    digests = _image_digests(images)
+    defaults = {str(i.get("Id")): _env_pairs(_mapping(i.get("Config")).get("Env")) for i in images}
+    facts = [_container(item, digests, defaults) for item in _load_list(containers_json)]
     return tuple(sorted(facts, key=lambda c: c.name))
 
 
@@ -55,14 +66,33 @@ def _load_list(text: str) -> list[dict[str, Any]]:
     return [item for item in data if isinstance(item, dict)] if isinstance(data, list) else []
 
 
-def _image_digests(text: str) -> dict[str, tuple[str, ...]]:
+def _image_digests(images: list[dict[str, Any]]) -> dict[str, tuple[str, ...]]:
     return {
         str(item.get("Id")): tuple(str(d) for d in _items(item.get("RepoDigests")))
-        for item in _load_list(text)
+        for item in images
     }
 
 
-def _container(item: dict[str, Any], digests: dict[str, tuple[str, ...]]) -> ContainerFact:
+def _env_pairs(value: Any) -> dict[str, str]:
+    pairs = (str(entry).partition("=") for entry in _items(value))
+    return {name: val for name, _, val in pairs if name}
+
+
+def _own_env(config: dict[str, Any], image_env: dict[str, str]) -> dict[str, str]:
+    """What the container set beyond its image (the GPU hand-over excepted), masked."""
+    own = {
+        name: value
+        for name, value in _env_pairs(config.get("Env")).items()
+        if image_env.get(name) != value and name not in HANDOVER_VARIABLES
+    }
+    return {name: mask_env_value(name, value) for name, value in sorted(own.items())}
+
+
+def _container(
+    item: dict[str, Any],
+    digests: dict[str, tuple[str, ...]],
+    image_env: dict[str, dict[str, str]],
+) -> ContainerFact:
     state, config, host = (_mapping(item.get(key)) for key in ("State", "Config", "HostConfig"))
     image_id = str(item.get("Image") or "")
     return ContainerFact(
@@ -83,6 +113,7 @@ def _container(item: dict[str, Any], digests: dict[str, tuple[str, ...]]) -> Con
         ports=_ports(item),
         gpu_request=_gpu_request(host, config),
         runtime=str(host.get("Runtime") or ""),
+        env=_own_env(config, image_env.get(image_id, {})),
     )
 
 
