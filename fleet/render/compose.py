@@ -48,7 +48,9 @@ def render_service(seat: Seat, host: Host) -> dict[str, Any]:
         "volumes": [f"{path}:{path}:ro" for path in _mounts(seat)],
     }
     environment = {k: compose_escape(v) for k, v in sorted(seat.env.items())}
-    if host.gpu_handover == "runtime":
+    if not seat.gpus:
+        pass  # a CPU seat: no GPU handed over
+    elif host.gpu_handover == "runtime":
         service["runtime"] = "nvidia"
         environment["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(i) for i in seat.gpus)
     else:

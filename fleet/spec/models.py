@@ -121,7 +121,9 @@ class Seat(CoreModel):
 
     name: str = Field(description="Seat name; equals the file name.")
     host: str = Field(description="Host the seat runs on.")
-    gpus: tuple[int, ...] = Field(min_length=1, description="GPU indices; >1 is tensor parallel.")
+    gpus: tuple[int, ...] = Field(
+        description="GPU indices; >1 is tensor parallel; [] runs a llama.cpp seat on the CPU."
+    )
     engine: Literal["vllm", "llama.cpp"] = Field("vllm", description="Engine kind.")
     image: str = Field(description="Image reference, pinned: repo:tag[@sha256:digest].")
     model: str = Field(description="Model directory on the host.")

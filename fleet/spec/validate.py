@@ -57,6 +57,12 @@ def check_placement(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
                         f"GPU {index} does not exist on host "
                         f"{host.name} (GPUs: {sorted(known) or 'none'})",
                     )
+        if not seat.gpus and seat.engine != "llama.cpp":
+            yield src.problem(
+                rel,
+                ("gpus",),
+                f"a {seat.engine} seat needs at least one GPU (only llama.cpp runs on the CPU)",
+            )
         if len(set(seat.gpus)) != len(seat.gpus):
             yield src.problem(rel, ("gpus",), "a GPU is listed twice")
         other = ports.setdefault((seat.host, seat.port), seat.name)

@@ -17,6 +17,7 @@ import typer
 
 from fleet.errors import FleetError, ValidationFailed
 from reconciler.cli import apply as cli_apply
+from reconciler.cli import importer as cli_importer
 from reconciler.cli import observe as cli_observe
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import spec as cli_spec
@@ -25,7 +26,7 @@ from reconciler.cli.explain import explain_app
 from reconciler.cli.output import Output
 
 app.add_typer(explain_app, name="explain", help="Show the facts fleet reads off a log or model.")
-COMMAND_MODULES = (cli_spec, cli_observe, cli_plan, cli_apply)
+COMMAND_MODULES = (cli_spec, cli_observe, cli_plan, cli_apply, cli_importer)
 USAGE_ERRORS: tuple[type[Exception], ...] = (click.ClickException, typer.TyperException)
 
 

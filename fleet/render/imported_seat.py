@@ -1,0 +1,144 @@
+"""One hand-made engine container as a desired/ seat file, each value with its source.
+
+Called by `fleet.render.desired_files`. The engine's own flags come from its live argv,
+read by the engine module the process runs (`fleet.engines`); what desired/ has no field
+for stays verbatim in `extra_args`, so a seat imported and then planned compares equal to
+what runs (adoption without a restart).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field, replace
+
+from fleet.engines import read_process
+from fleet.facts.argv import EngineArgs
+from fleet.observed.models import ObservedHost, ObservedSeat
+from fleet.secrets import INTERPOLATION
+
+COMPOSE_SERVICE = "com.docker.compose.service"
+DEFAULT_PORT = {"vllm": 8000, "llama.cpp": 8080}
+
+
+@dataclass(frozen=True)
+class ImportedSeat:
+    """A seat file's lines (key, value, source), and what the operator must look at."""
+
+    name: str
+    lines: tuple[tuple[str, object, str], ...]
+    variables: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = field(default=())
+
+    def with_aliases(self, aliases: tuple[str, ...]) -> ImportedSeat:
+        """The seat with the gateway aliases that route to it."""
+        return replace(self, aliases=tuple(sorted(aliases)))
+
+    def text(self) -> str:
+        """The YAML of seats/<name>.yaml."""
+        out = f"# Imported by `fleet import` from {self.name}. Review, then commit.\n"
+        for key, value, source in self.lines:
+            out += f"{key}: {json.dumps(value)}  # {source}\n"
+        if self.aliases:
+            out += f"aliases: {json.dumps(list(self.aliases))}  # gateway entries routing here\n"
+        for note in self.notes:
+            out += f"# import could not express: {note}\n"
+        return out
+
+
+def seat_name(live: ObservedSeat, host: str, taken: set[str]) -> str:
+    """The compose service's name, else the container's, as a seat name (unique)."""
+    raw = live.container.labels.get(COMPOSE_SERVICE) or live.container.name
+    name = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-") or "seat"
+    return name if name not in taken else f"{name}-{host}"
+
+
+def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSeat:
+    """The seat file for one engine container on `host`."""
+    args, engine = read_process(live.container.argv)
+    kind = engine.NAME if engine else "vllm"
+    lines: list[tuple[str, object, str]] = [("host", host.name, "observed on this host")]
+    lines.append(_gpus(live))
+    lines.append(("engine", kind, f"the process runs {' '.join(args.program) or kind}"))
+    lines.append(("image", _image(live), "docker inspect: the image and its registry digest"))
+    lines += _model_lines(live, args, kind)
+    lines += _budget_lines(live, args, kind)
+    lines += _speculative_lines(args, kind)
+    port = args.port or DEFAULT_PORT[kind]
+    lines.append(("port", port, "--port" if args.port else f"{kind}'s default port"))
+    if args.extra:
+        lines.append(("extra_args", list(args.extra), "the other flags of the live argv"))
+    env = dict(live.container.env)
+    if env:
+        lines.append(("env", env, "the container's own environment; secrets as ${VAR}"))
+    variables = tuple(v for value in env.values() for v in INTERPOLATION.findall(value))
+    return ImportedSeat(name, tuple(lines), variables, tuple(_notes(live, args)))
+
+
+def _gpus(live: ObservedSeat) -> tuple[str, object, str]:
+    if live.gpus:
+        return ("gpus", list(live.gpus), "nvidia-smi: the engine's processes hold these GPUs")
+    requested = sorted(int(g) for g in live.container.gpu_request if g.isdigit())
+    if requested:
+        return ("gpus", requested, "what the container requested (no GPU process seen)")
+    return ("gpus", [], "no GPU held or requested: runs on the CPU")
+
+
+def _image(live: ObservedSeat) -> str:
+    image = live.container.image
+    if "@" in image or not live.container.repo_digests:
+        return image
+    digest = live.container.repo_digests[0].partition("@")[2]
+    return f"{image}@{digest}" if digest else image
+
+
+def _model_lines(live: ObservedSeat, args: EngineArgs, kind: str) -> list[tuple[str, object, str]]:
+    model = args.model or (live.engine.model if live.engine else None) or ""
+    names = args.served_model_names or ((model,) if model else ())
+    context = live.max_model_len or (live.engine.max_model_len if live.engine else None)
+    source = "the live argv" if live.max_model_len else "the engine's startup log"
+    found: list[tuple[str, object, str]] = [("model", model, "the live argv")]
+    found.append(("served_name", names[0] if names else model, "--served-model-name / --alias"))
+    found.append(("context", context or 0, f"{source} (max model len per request)"))
+    if kind == "llama.cpp":
+        found.append(("parallel", args.parallel_slots or 1, "--parallel"))
+    return found
+
+
+def _budget_lines(live: ObservedSeat, args: EngineArgs, kind: str) -> list[tuple[str, object, str]]:
+    if kind != "vllm":
+        return []
+    if args.kv_cache_memory_bytes is not None:
+        return [("kv_cache_bytes", args.kv_cache_memory_bytes, "--kv-cache-memory-bytes")]
+    if args.gpu_memory_utilization is not None:
+        return [("gpu_memory_utilization", args.gpu_memory_utilization, "--gpu-memory-utilization")]
+    return [("gpu_memory_utilization", 0.9, "not set: vLLM's default fraction")]
+
+
+def _speculative_lines(args: EngineArgs, kind: str) -> list[tuple[str, object, str]]:
+    config = args.speculative_config
+    if kind == "llama.cpp" and args.draft_model:
+        drafted: dict[str, object] = {"method": "draft_model", "num_tokens": args.draft_max or 16}
+        drafted["draft_model"] = args.draft_model
+        return [("speculative", drafted, "--model-draft / --draft-max")]
+    if not config or not config.get("method"):
+        return []
+    spec: dict[str, object] = {
+        "method": config["method"],
+        "num_tokens": config.get("num_speculative_tokens", 1),
+    }
+    if config.get("model"):
+        spec["draft_model"] = config["model"]
+    return [("speculative", spec, "--speculative-config")]
+
+
+def _notes(live: ObservedSeat, args: EngineArgs) -> list[str]:
+    notes = []
+    if args.tensor_parallel_size and live.gpus and args.tensor_parallel_size != len(live.gpus):
+        notes.append(
+            f"--tensor-parallel-size {args.tensor_parallel_size} on {len(live.gpus)} GPU(s)"
+        )
+    if not live.max_model_len and not (live.engine and live.engine.max_model_len):
+        notes.append("no context length in the argv or the log: set `context`")
+    return notes
