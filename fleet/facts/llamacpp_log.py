@@ -4,7 +4,11 @@ Called by the reconciler on the log of a llama-server seat (journal or `docker l
 by `fleet explain log`. Reads the classic format (`llama_context: n_ctx = 6912`,
 `llama_kv_cache: CUDA0 KV buffer size = 135.00 MiB`) and the timestamped `-lv` format of
 newer builds (`0.22.632.867 I srv load_model: initializing, n_slots = 1, ...`), which
-prints fewer facts. KV buffers logged after `loading draft model` belong to the drafter.
+prints fewer facts. The KV cache's total and K/V types come from `llama_kv_cache: size =
+...` (mid-2025 on) or, in older builds, `KV self size  = 256.00 MiB, K (f16): ...` (logged
+by `llama_new_context_with_model`, `llama_init_from_model`, `llama_context` or
+`llama_kv_cache_unified`; before that without the types, as `kv self size  = 256.00 MB`).
+KV buffers logged after `loading draft model` belong to the drafter.
 """
 
 from __future__ import annotations
@@ -23,8 +27,14 @@ _N_CTX = re.compile(r"llama_context: n_ctx\s*=\s*(\d+)")
 _SLOT_CTX = re.compile(r"n_ctx_slot = (\d+)|new slot,? n_ctx(?:_slot)? = (\d+)")
 _SLOTS = re.compile(r"n_slots = (\d+)|using n_parallel = (\d+)")
 _UNIFIED = re.compile(r"kv_unified\s*=\s*'?(true|false)'?")
-_KV_BUFFER = re.compile(r"(\S+)\s+(?:paged\s+)?KV buffer size\s*=\s*([\d.]+) MiB")
-_KV_SIZE = re.compile(r"llama_kv_cache\w*: size =\s*([\d.]+) MiB.*?K \((\w+)\):.*?V \((\w+)\)")
+_KV_BUFFER = re.compile(r"(\w+): +(\S+)\s+(?:paged\s+)?KV buffer size\s*=\s*([\d.]+) MiB")
+# `%s: KV self size  = %7.2f MiB, K (%s): %7.2f MiB, V (%s): %7.2f MiB` (until mid-2025)
+_KV_SIZE = re.compile(
+    r"(llama_kv_cache\w*): size\s*=\s*([\d.]+) MiB.*?K \((\w+)\):.*?V \((\w+)\)"
+    r"|(\w+): [Kk][Vv] self size\s*=\s*([\d.]+) Mi?B(?:, K \((\w+)\):.*?V \((\w+)\))?"
+)
+# Late 2023 CUDA builds: the part of the KV cache offloaded to the GPU.
+_VRAM_KV = re.compile(r"VRAM kv self = [\d.]+ Mi?B")
 _RECURRENT = re.compile(r"llama_memory_recurrent: size =\s*([\d.]+) MiB")
 _FILE_SIZE = re.compile(r"(?:file|model) size\s*=\s*([\d.]+) (GiB|MiB)")
 _MODEL_BUFFER = re.compile(r"load_tensors:\s+(\S+) model buffer size\s*=\s*([\d.]+) MiB")
@@ -46,7 +56,10 @@ class LlamaCppReport(CoreModel):
     """What a llama-server log says; a fact the log does not state is None.
 
     `ctx_size` is the whole context (`n_ctx`), `ctx_per_slot` what one slot may use;
-    `kv_buffer_mib` sums the target model's KV buffers over devices.
+    `kv_buffer_mib` sums the target model's KV buffers over devices (else the KV size the
+    log states). `kv_on_cpu` is True when every KV buffer is on a CPU (host) device
+    (`CPU`, `CUDA_Host`: `--no-kv-offload`, or no GPU), False when one is on a GPU (or a
+    2023 build says `VRAM kv self`), None when the log places no KV buffer.
     """
 
     build: str | None = None
@@ -60,6 +73,7 @@ class LlamaCppReport(CoreModel):
     kv_buffer_mib: float | None = None
     kv_type_k: str | None = None
     kv_type_v: str | None = None
+    kv_on_cpu: bool | None = None
     recurrent_state_mib: float | None = None
     model_size_gib: float | None = None
     model_buffers: tuple[DeviceBuffer, ...] = ()
@@ -77,7 +91,7 @@ class LlamaCppReport(CoreModel):
 def parse_llamacpp_log(text: str) -> LlamaCppReport:
     """Read a llama-server log; odd or empty input gives empty facts."""
     found: dict[str, str] = {}
-    kv_buffers: list[float] = []
+    kv_buffers: list[DeviceBuffer] = []
     model_buffers: list[DeviceBuffer] = []
     errors: list[str] = []
     for line in clean_lines(text):
@@ -112,13 +126,20 @@ def _collect(line: str, found: dict[str, str]) -> None:
 
 
 def _collect_sizes(
-    line: str, found: dict[str, str], kv_buffers: list[float], model_buffers: list[DeviceBuffer]
+    line: str,
+    found: dict[str, str],
+    kv_buffers: list[DeviceBuffer],
+    model_buffers: list[DeviceBuffer],
 ) -> None:
     """Record the target model's buffer sizes, file size and offload count."""
     if match := _KV_BUFFER.search(line):
-        kv_buffers.append(to_float(match.group(2)) or 0.0)
-    elif "kv_type_k" not in found and (match := _KV_SIZE.search(line)):
-        found["kv_size_mib"], found["kv_type_k"], found["kv_type_v"] = match.groups()
+        function, device, size = match.groups()
+        if "recurrent" not in function:
+            kv_buffers.append(DeviceBuffer(device=device, mib=to_float(size) or 0.0))
+    elif match := _KV_SIZE.search(line):
+        _collect_kv_size(match, found)
+    elif _VRAM_KV.search(line):
+        found["kv_in_vram"] = "true"
     if (match := _MODEL_BUFFER.search(line)) and (mib := to_float(match.group(2))) is not None:
         model_buffers.append(DeviceBuffer(device=match.group(1), mib=mib))
     if "model_size" not in found and (match := _FILE_SIZE.search(line)):
@@ -127,14 +148,30 @@ def _collect_sizes(
         found["offloaded"], found["total_layers"] = match.groups()
 
 
+def _collect_kv_size(match: re.Match[str], found: dict[str, str]) -> None:
+    """The first KV size line's total and K/V types (a recurrent cache's is its state)."""
+    groups = match.groups()
+    function, size, type_k, type_v = groups[0:4] if groups[0] else groups[4:8]
+    if "recurrent" in (function or ""):
+        found.setdefault("recurrent_state_mib", size or "")
+    elif "kv_size_mib" not in found and size:
+        found["kv_size_mib"] = size
+        if type_k and type_v:
+            found["kv_type_k"], found["kv_type_v"] = type_k, type_v
+
+
 def _assemble(
     found: dict[str, str],
-    kv_buffers: list[float],
+    kv_buffers: list[DeviceBuffer],
     model_buffers: list[DeviceBuffer],
     errors: tuple[str, ...],
 ) -> LlamaCppReport:
     """Turn the recorded strings into the report."""
-    kv_mib = round(sum(kv_buffers), 2) if kv_buffers else to_float(found.get("kv_size_mib"))
+    kv_mib = (
+        round(sum(buffer.mib for buffer in kv_buffers), 2)
+        if kv_buffers
+        else to_float(found.get("kv_size_mib"))
+    )
     unified = found.get("kv_unified")
     return LlamaCppReport(
         build=found.get("build"),
@@ -148,6 +185,7 @@ def _assemble(
         kv_buffer_mib=kv_mib,
         kv_type_k=found.get("kv_type_k"),
         kv_type_v=found.get("kv_type_v"),
+        kv_on_cpu=_kv_on_cpu(kv_buffers, found),
         recurrent_state_mib=to_float(found.get("recurrent_state_mib")),
         model_size_gib=_gib(found.get("model_size"), found.get("model_size_unit")),
         model_buffers=tuple(model_buffers),
@@ -157,6 +195,18 @@ def _assemble(
         listen_url=found.get("listen_url"),
         errors=errors,
     )
+
+
+def _kv_on_cpu(kv_buffers: list[DeviceBuffer], found: dict[str, str]) -> bool | None:
+    """Whether every KV buffer is in host memory; None when the log places none."""
+    if kv_buffers:
+        return all(_on_host(buffer.device) for buffer in kv_buffers)
+    return False if "kv_in_vram" in found else None
+
+
+def _on_host(device: str) -> bool:
+    """A CPU buffer (`CPU`, `CPU_Mapped`) or a GPU backend's host one (`CUDA_Host`)."""
+    return device.upper().startswith("CPU") or device.endswith("_Host")
 
 
 def _gib(value: str | None, unit: str | None) -> float | None:

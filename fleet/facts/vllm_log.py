@@ -4,9 +4,12 @@ Called by the reconciler on `docker logs` of an engine container (the apply heal
 reads `kv_cache_tokens` from here) and by `fleet explain log`. The formats differ across
 releases (V0 `# GPU blocks`, V1 `GPU KV cache size: N tokens`, the 0.29 one-line KV
 report, the ASCII-art banner since 0.16); lines carry process prefixes such as
-`(EngineCore pid=N)` and `(VllmWorker rank=N pid=M)`, colours, and repeat once per worker.
-A fact is the first value the log states; nothing is computed except V0's KV tokens
-(blocks × block size). When a container restarted, only its last start is read.
+`(EngineCore pid=N)` and `(VllmWorker rank=N pid=M)`, colours, and repeat once per worker;
+a terminal or log collector may have hard-wrapped them (`fleet.facts.vllm_lines` rejoins
+them). A fact is the first value the log states; nothing is computed except V0's KV tokens
+(blocks × block size) and, when the log names no served model, the name vLLM then serves
+under: the model. When a container restarted, only its last start is read. The failures
+recognised are in `fleet.facts.vllm_errors`.
 """
 
 from __future__ import annotations
@@ -15,16 +18,22 @@ import re
 from enum import StrEnum
 
 from fleet.base import CoreModel
-from fleet.facts._text import clean_lines, parse_assignments, parse_dict_literal, to_float, to_int
+from fleet.facts._text import parse_assignments, parse_dict_literal, to_float, to_int
+from fleet.facts.vllm_errors import EngineError, ErrorKind, collect_error, max_model_len_figures
+from fleet.facts.vllm_lines import WorkerKey, in_rank_order, log_lines, messages, worker_key
+
+__all__ = [
+    "V0_DEFAULT_BLOCK_SIZE",
+    "EngineError",
+    "EngineKind",
+    "EngineReport",
+    "ErrorKind",
+    "SpeculativeFact",
+    "parse_vllm_log",
+]
 
 V0_DEFAULT_BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA, when the log has none.
 
-_HEADER = re.compile(
-    r"\b(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? "
-    r"\[?[\w.\-]+\.py:\d+\] ?"
-)
-_PREFIX = re.compile(r"^(?:\([A-Za-z][^()]*?pid=\d+[^()]*\)\s*)+")
-_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
 _VERSION = re.compile(r"vLLM API server version (\S+)|█.*\bversion\s+(\d+\.\d+\S*)")
 _BANNER_MODEL = re.compile(r"█.*\bmodel\s+(\S+)")
 _ENGINE = re.compile(r"Initializing an? (V1 )?LLM engine \(v([^)]*)\) with config: (.*)")
@@ -53,35 +62,6 @@ class EngineKind(StrEnum):
     V1 = "V1"
 
 
-class ErrorKind(StrEnum):
-    """The startup failures fleet recognises in a log."""
-
-    CUDA_OOM = "cuda_oom"
-    NO_KV_MEMORY = "no_kv_memory"
-    KV_CACHE_TOO_SMALL = "kv_cache_too_small"
-    FREE_MEMORY_TOO_LOW = "free_memory_too_low"
-    ILLEGAL_MEMORY_ACCESS = "illegal_memory_access"
-    CUBLAS = "cublas"
-    LOAD_FAILED = "load_failed"
-
-
-_ERRORS: tuple[tuple[ErrorKind, re.Pattern[str]], ...] = (
-    (ErrorKind.CUDA_OOM, re.compile(r"CUDA out of memory|OutOfMemoryError|not enough GPU memory")),
-    (ErrorKind.NO_KV_MEMORY, re.compile(r"No available memory for the cache blocks")),
-    (ErrorKind.KV_CACHE_TOO_SMALL, re.compile(r"KV cache is needed, which is larger than")),
-    (ErrorKind.FREE_MEMORY_TOO_LOW, re.compile(r"Free memory on device.*is less than desired")),
-    (ErrorKind.ILLEGAL_MEMORY_ACCESS, re.compile(r"illegal memory access")),
-    (ErrorKind.CUBLAS, re.compile(r"CUBLAS_STATUS_\w+|cuBLAS error")),
-)
-
-
-class EngineError(CoreModel):
-    """One fatal error line: its kind and the message as logged (header stripped)."""
-
-    kind: ErrorKind
-    message: str
-
-
 class SpeculativeFact(CoreModel):
     """Speculative decoding as the engine reports it: method, k and the drafter."""
 
@@ -93,8 +73,15 @@ class SpeculativeFact(CoreModel):
 class EngineReport(CoreModel):
     """What a vLLM startup log says; a fact the log does not state is None.
 
-    Memory figures are per GPU, as each worker logs them (GiB). `kv_cache_tokens` is the
-    logged `GPU KV cache size`, or for V0 `gpu_blocks * block_size`.
+    Memory figures are per GPU, as each worker logs them (GiB). `weights_gib` is what one
+    GPU holds: the first rank's `Model loading took`; `weights_gib_per_rank` has every
+    worker's figure in rank order (in the order logged where the log names no ranks, as V0
+    workers), which differ under pipeline parallelism; `weights_gib_total` is their sum.
+    `kv_cache_tokens` is the logged `GPU KV cache size`, or for V0 `gpu_blocks *
+    block_size`. `served_names` are the names the log gives, else the model, which vLLM
+    then serves under. A start that vLLM refused because `--max-model-len` exceeds what
+    the model's config.json allows has that error and both lengths (`requested_` /
+    `derived_max_model_len`).
     """
 
     version: str | None = None
@@ -108,12 +95,21 @@ class EngineReport(CoreModel):
     kv_cache_dtype: str | None = None
     speculative: SpeculativeFact | None = None
     weights_gib: float | None = None
+    weights_gib_per_rank: tuple[float, ...] = ()
     kv_cache_gib: float | None = None
     gpu_blocks: int | None = None
     block_size: int | None = None
     kv_cache_tokens: int | None = None
     max_concurrency: float | None = None
+    requested_max_model_len: int | None = None
+    derived_max_model_len: int | None = None
     errors: tuple[EngineError, ...] = ()
+
+    @property
+    def weights_gib_total(self) -> float | None:
+        """The weights over all ranks (GiB), None when the log states no figure."""
+        per_rank = self.weights_gib_per_rank
+        return round(sum(per_rank), 4) if per_rank else None
 
     def to_explain_json(self) -> dict[str, object]:
         """The JSON `fleet explain log --json` prints, with exactly its documented keys."""
@@ -130,9 +126,12 @@ class EngineReport(CoreModel):
             "kv_cache_dtype": self.kv_cache_dtype,
             "speculative": spec.model_dump(mode="json") if spec else None,
             "weights_gib": self.weights_gib,
+            "weights_gib_per_rank": list(self.weights_gib_per_rank),
             "kv_cache_gib": self.kv_cache_gib,
             "kv_cache_tokens": self.kv_cache_tokens,
             "max_concurrency": self.max_concurrency,
+            "requested_max_model_len": self.requested_max_model_len,
+            "derived_max_model_len": self.derived_max_model_len,
             "errors": [error.message for error in self.errors],
         }
 
@@ -143,7 +142,8 @@ def parse_vllm_log(text: str) -> EngineReport:
     engine_config: dict[str, object] = {}
     args: dict[str, object] = {}
     errors: list[EngineError] = []
-    for level, message in _messages(_last_start(clean_lines(text))):
+    weights: dict[WorkerKey, float] = {}
+    for level, prefix, message in messages(_last_start(log_lines(text))):
         if not engine_config and (match := _ENGINE.search(message)):
             found.setdefault("engine", "V1" if match.group(1) else "V0")
             found.setdefault("engine_version", match.group(2))
@@ -154,9 +154,10 @@ def parse_vllm_log(text: str) -> EngineReport:
             args = parse_assignments(match.group(1).removesuffix(")"))
         else:
             _collect(message, found)
+            _collect_weights(prefix, message, weights)
         if level in (None, "ERROR", "CRITICAL"):
-            _collect_error(message, errors)
-    return _assemble(found, engine_config, args, tuple(errors))
+            collect_error(message, errors)
+    return _assemble(found, engine_config, args, in_rank_order(weights), tuple(errors))
 
 
 def _last_start(lines: list[str]) -> list[str]:
@@ -168,26 +169,11 @@ def _last_start(lines: list[str]) -> list[str]:
     return lines
 
 
-def _messages(lines: list[str]) -> list[tuple[str | None, str]]:
-    """Each line as (log level or None, message without header, prefixes or Ray suffix)."""
-    result: list[tuple[str | None, str]] = []
-    for line in lines:
-        header = _HEADER.search(line)
-        if header:
-            level: str | None = header.group("level")
-            message = line[header.end() :]
-        else:
-            level, message = None, _PREFIX.sub("", line.strip())
-        result.append((level, _REPEATED.sub("", message).strip()))
-    return result
-
-
 def _collect(message: str, found: dict[str, str]) -> None:
     """Record the first value of every single-line fact the message states."""
     simple = (
         ("max_model_len", _MAX_LEN),
         ("loading_model", _LOADING),
-        ("weights_gib", _WEIGHTS),
         ("kv_cache_gib", _KV_GIB),
         ("gpu_blocks", _BLOCKS),
         ("kv_cache_tokens", _KV_TOKENS),
@@ -202,20 +188,17 @@ def _collect(message: str, found: dict[str, str]) -> None:
         found["concurrency_len"], found["max_concurrency"] = match.group(1), match.group(2)
 
 
-def _collect_error(message: str, errors: list[EngineError]) -> None:
-    """Record a fatal-error message once, with the first kind it matches."""
-    for kind, pattern in _ERRORS:
-        if pattern.search(message):
-            error = EngineError(kind=kind, message=message)
-            if error not in errors:
-                errors.append(error)
-            return
+def _collect_weights(prefix: str, message: str, weights: dict[WorkerKey, float]) -> None:
+    """Record each worker's first `Model loading took` figure."""
+    if (match := _WEIGHTS.search(message)) and (gib := to_float(match.group(1))) is not None:
+        weights.setdefault(worker_key(prefix), gib)
 
 
 def _assemble(
     found: dict[str, str],
     config: dict[str, object],
     args: dict[str, object],
+    weights: tuple[float, ...],
     errors: tuple[EngineError, ...],
 ) -> EngineReport:
     """Pick each fact from its most authoritative source: engine config, args, other lines."""
@@ -224,13 +207,17 @@ def _assemble(
     kv_tokens = to_int(found.get("kv_cache_tokens"))
     if kv_tokens is None and gpu_blocks is not None:
         kv_tokens = gpu_blocks * (block_size or V0_DEFAULT_BLOCK_SIZE)
+    model = (
+        _first_str(config.get("model"), args.get("model"), args.get("model_tag"))
+        or found.get("banner_model")
+        or found.get("loading_model")
+    )
+    requested, derived = max_model_len_figures(errors)
     return EngineReport(
         version=found.get("version") or found.get("engine_version"),
         engine=_engine_kind(found),
-        model=_first_str(config.get("model"), args.get("model"), args.get("model_tag"))
-        or found.get("banner_model")
-        or found.get("loading_model"),
-        served_names=_served_names(config, args),
+        model=model,
+        served_names=_served_names(config, args, model),
         max_model_len=_first_int(
             config.get("max_seq_len"),
             found.get("max_model_len"),
@@ -246,12 +233,15 @@ def _assemble(
         quantization=_first_str(config.get("quantization"), args.get("quantization")),
         kv_cache_dtype=_first_str(config.get("kv_cache_dtype"), args.get("kv_cache_dtype")),
         speculative=_speculative(config, args),
-        weights_gib=to_float(found.get("weights_gib")),
+        weights_gib=weights[0] if weights else None,
+        weights_gib_per_rank=weights,
         kv_cache_gib=to_float(found.get("kv_cache_gib")),
         gpu_blocks=gpu_blocks,
         block_size=block_size if gpu_blocks is not None else None,
         kv_cache_tokens=kv_tokens,
         max_concurrency=to_float(found.get("max_concurrency")),
+        requested_max_model_len=requested,
+        derived_max_model_len=derived,
         errors=errors,
     )
 
@@ -263,15 +253,23 @@ def _engine_kind(found: dict[str, str]) -> EngineKind | None:
     return EngineKind.V1 if "kv_cache_tokens" in found else None
 
 
-def _served_names(config: dict[str, object], args: dict[str, object]) -> tuple[str, ...]:
-    """All names from the args (vLLM takes several); the config line shows only the first."""
+def _served_names(
+    config: dict[str, object], args: dict[str, object], model: str | None
+) -> tuple[str, ...]:
+    """All names from the args (vLLM takes several); the config line shows only the first.
+
+    A log that names none (or `None`) serves under the model as given on the command line.
+    """
     names = args.get("served_model_name")
     if isinstance(names, list | tuple):
         listed = tuple(name for name in names if isinstance(name, str) and name)
         if listed:
             return listed
     single = _first_str(names, config.get("served_model_name"))
-    return (single,) if single else ()
+    if single:
+        return (single,)
+    default = _first_str(args.get("model"), args.get("model_tag")) or model
+    return (default,) if default else ()
 
 
 def _speculative(config: dict[str, object], args: dict[str, object]) -> SpeculativeFact | None:

@@ -52,9 +52,12 @@ def test_log_json() -> None:
         "kv_cache_dtype": "auto",
         "speculative": {"method": "eagle3", "num_tokens": 2, "draft_model": "output/checkpoints/4"},
         "weights_gib": 15.78,
+        "weights_gib_per_rank": [15.78],
         "kv_cache_gib": 54.23,
         "kv_cache_tokens": 384176,
         "max_concurrency": 9.38,
+        "requested_max_model_len": None,
+        "derived_max_model_len": None,
         "errors": [],
     }
 

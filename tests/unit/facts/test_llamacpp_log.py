@@ -6,6 +6,7 @@ import pytest
 
 from fleet.facts.llamacpp_log import DeviceBuffer, LlamaCppReport, parse_llamacpp_log
 from tests.conftest import CORPUS
+from tests.unit.facts import samples
 
 LOGS = CORPUS / "llamacpp-logs"
 
@@ -24,6 +25,7 @@ CASES = [
             kv_buffer_mib=135.0,
             kv_type_k="f16",
             kv_type_v="f16",
+            kv_on_cpu=False,  # `llama_kv_cache:      CUDA0 KV buffer size`
             recurrent_state_mib=251.25,
             model_size_gib=10.73,
             model_buffers=(
@@ -93,3 +95,118 @@ def test_no_facts_is_empty(text: str) -> None:
 
 def test_every_llamacpp_log_in_the_corpus_has_a_case() -> None:
     assert {path.name for path in LOGS.iterdir()} == COVERED
+
+
+# The corpus log's KV lines (135.00 MiB on CUDA0, K and V f16) in the formats of older
+# builds, by the source's format strings: `%s: %10s KV buffer size = %8.2f MiB` and
+# `%s: KV self size  = %7.2f MiB, K (%s): %7.2f MiB, V (%s): %7.2f MiB` (to b5400, from
+# llama_new_context_with_model / llama_init_from_model / llama_context /
+# llama_kv_cache_unified), `%s: VRAM kv self = %.2f MB` and `%s: kv self size  = %7.2f MB`
+# (2023). Each must give the facts of the plain (corpus) form, with `kv_on_cpu` as given.
+SELF_SIZE = "KV self size  =  135.00 MiB, K (f16):   67.50 MiB, V (f16):   67.50 MiB"
+OLD_KV = [
+    (
+        "2024-llama_new_context_with_model",
+        [
+            "llama_kv_cache_init:      CUDA0 KV buffer size =   135.00 MiB",
+            "llama_new_context_with_model: " + SELF_SIZE,
+        ],
+        {"kv_on_cpu": False},
+    ),
+    (
+        "2025-llama_kv_cache_unified",
+        [
+            "llama_kv_cache_unified:      CUDA0 KV buffer size =   135.00 MiB",
+            "llama_kv_cache_unified: " + SELF_SIZE,
+        ],
+        {"kv_on_cpu": False},
+    ),
+    (
+        "timestamped-init-llama_context",
+        [
+            "0.01.453.931 I init:      CUDA0 KV buffer size =   135.00 MiB",
+            "0.01.453.945 I llama_context: " + SELF_SIZE,
+        ],
+        {"kv_on_cpu": False},
+    ),
+    (
+        "cpu-kv-buffer",
+        [
+            "llama_kv_cache_init:        CPU KV buffer size =   135.00 MiB",
+            "llama_new_context_with_model: " + SELF_SIZE,
+        ],
+        {"kv_on_cpu": True},
+    ),
+    (
+        "cpu-kv-buffer-modern",
+        [
+            "llama_kv_cache:        CPU KV buffer size =   135.00 MiB",
+            samples.MODERN_KV_SIZE,
+        ],
+        {"kv_on_cpu": True},
+    ),
+    (
+        "gpu-and-cpu-kv-buffers",
+        [
+            "llama_kv_cache:      CUDA0 KV buffer size =   100.00 MiB",
+            "llama_kv_cache:        CPU KV buffer size =    35.00 MiB",
+            samples.MODERN_KV_SIZE,
+        ],
+        {"kv_on_cpu": False},
+    ),
+    (
+        "2023-vram-kv-self",
+        [
+            "llama_kv_cache_init: VRAM kv self = 135.00 MB",
+            "llama_new_context_with_model: " + SELF_SIZE,
+        ],
+        {"kv_on_cpu": False},
+    ),
+    (
+        "2023-kv-self-size-only",
+        ["llama_new_context_with_model: kv self size  =  135.00 MB"],
+        {"kv_on_cpu": None, "kv_type_k": None, "kv_type_v": None},
+    ),
+    (
+        "q8_0-cache-types",
+        [
+            "llama_kv_cache_init:      CUDA0 KV buffer size =   135.00 MiB",
+            "llama_new_context_with_model: "
+            + SELF_SIZE.replace("K (f16)", "K (q8_0)").replace("V (f16)", "V (q8_0)"),
+        ],
+        {"kv_on_cpu": False, "kv_type_k": "q8_0", "kv_type_v": "q8_0"},
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("lines", "differences"), [case[1:] for case in OLD_KV], ids=[case[0] for case in OLD_KV]
+)
+def test_older_kv_formats_give_the_same_facts(
+    lines: list[str], differences: dict[str, object]
+) -> None:
+    plain = parse_llamacpp_log(samples.LLAMA_LOG.read_text())
+    report = parse_llamacpp_log(samples.old_kv_lines(*lines))
+    assert report == plain.model_copy(update=differences)
+    assert report.kv_buffer_mib == 135.0
+
+
+def test_brief_example_line() -> None:
+    report = parse_llamacpp_log(
+        "llama_kv_cache_init:      CUDA0 KV buffer size =   256.00 MiB\n"
+        "llama_new_context_with_model: KV self size  =  256.00 MiB, "
+        "K (f16):  128.00 MiB, V (f16):  128.00 MiB\n"
+    )
+    assert (report.kv_buffer_mib, report.kv_type_k, report.kv_type_v) == (256.0, "f16", "f16")
+    assert report.kv_on_cpu is False
+
+
+def test_recurrent_cache_of_older_builds_is_its_state() -> None:
+    """b5400's `llama_kv_cache_recurrent` (Mamba, RWKV) logs its state as a KV cache."""
+    report = parse_llamacpp_log(
+        "llama_kv_cache_recurrent:      CUDA0 KV buffer size =    15.50 MiB\n"
+        "llama_kv_cache_recurrent: KV self size  =   15.50 MiB, K (f32):    3.50 MiB, "
+        "V (f32):   12.00 MiB\n"
+    )
+    assert report.recurrent_state_mib == 15.5
+    assert (report.kv_buffer_mib, report.kv_type_k, report.kv_on_cpu) == (None, None, None)

@@ -18,6 +18,7 @@ from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nv
 from fleet.facts.provenance import Provenance, parse_provenance
 from fleet.facts.vllm_log import EngineReport, parse_vllm_log
 from tests.conftest import CORPUS
+from tests.unit.facts import samples
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -26,8 +27,24 @@ def corpus_texts(folder: str) -> list[str]:
     return [path.read_text() for path in sorted((CORPUS / folder).iterdir())]
 
 
-VLLM = corpus_texts("vllm-logs")
-LLAMA = corpus_texts("llamacpp-logs")
+# Besides the corpus files, the shapes the parsers rejoin or reformat: hard-wrapped logs,
+# a start refused in both error forms, older llama.cpp KV lines.
+WRAPPED = [samples.hard_wrap(text, 80) for text in corpus_texts("vllm-logs")[:4]]
+REFUSED = [
+    samples.MAX_LEN_REJECTED,
+    samples.max_len_plain(),
+    samples.hard_wrap(samples.MAX_LEN_REJECTED, 136, 147),
+]
+OLD_KV = [
+    samples.old_kv_lines(
+        "llama_kv_cache_init:        CPU KV buffer size =   135.00 MiB",
+        "llama_new_context_with_model: KV self size  =  135.00 MiB, K (f16):   67.50 MiB, "
+        "V (f16):   67.50 MiB",
+    ),
+    samples.old_kv_lines("llama_new_context_with_model: kv self size  =  135.00 MB"),
+]
+VLLM = corpus_texts("vllm-logs") + WRAPPED + REFUSED
+LLAMA = corpus_texts("llamacpp-logs") + OLD_KV
 CONFIGS = corpus_texts("model-configs")
 SMI = corpus_texts("nvidia-smi")
 ALL = VLLM + LLAMA + CONFIGS + SMI

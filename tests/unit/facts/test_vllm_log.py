@@ -15,7 +15,7 @@ LOGS = CORPUS / "vllm-logs"
 def fact(**facts: object) -> dict[str, object]:
     """The explain JSON of a log: every key null/empty unless given."""
     base: dict[str, object] = {key: None for key in EngineReport().to_explain_json()}
-    base.update(served_names=[], errors=[])
+    base.update(served_names=[], weights_gib_per_rank=[], errors=[])
     base.update(facts)
     return base
 
@@ -36,6 +36,7 @@ CASES = [
             pipeline_parallel_size=1,
             kv_cache_dtype="auto",
             weights_gib=15.3916,
+            weights_gib_per_rank=[15.3916] * 4,  # the driver and three VllmWorkerProcess lines
             kv_cache_tokens=2987 * 16,  # "# GPU blocks: 2987", Namespace block_size=16
             max_concurrency=1.46,
         ),
@@ -51,6 +52,7 @@ CASES = [
             quantization="bitsandbytes",
             kv_cache_dtype="auto",
             weights_gib=0.7318,
+            weights_gib_per_rank=[0.7318],
             kv_cache_tokens=127664,
             max_concurrency=249.34,
         ),
@@ -65,6 +67,7 @@ CASES = [
             max_model_len=32768,
             kv_cache_dtype="auto",
             weights_gib=27.5916,
+            weights_gib_per_rank=[27.5916],
             kv_cache_tokens=32832,
             max_concurrency=1.0,
         ),
@@ -81,6 +84,7 @@ CASES = [
             pipeline_parallel_size=1,
             kv_cache_dtype="auto",
             weights_gib=6.9456,
+            weights_gib_per_rank=[6.9456] * 4,  # VllmWorker rank=0..3, logged as 0, 2, 3, 1
             kv_cache_gib=12.79,
             kv_cache_tokens=335344,
             max_concurrency=40.94,
@@ -96,6 +100,7 @@ CASES = [
             max_model_len=8192,
             kv_cache_dtype="auto",
             weights_gib=4.3072,
+            weights_gib_per_rank=[4.3072],
             kv_cache_gib=6.01,
             kv_cache_tokens=56288,
             max_concurrency=6.87,
@@ -111,6 +116,7 @@ CASES = [
             max_model_len=16384,
             kv_cache_dtype="auto",
             weights_gib=27.5681,
+            weights_gib_per_rank=[27.5681],
             kv_cache_gib=10.93,
             kv_cache_tokens=59712,
             max_concurrency=3.64,
@@ -127,6 +133,7 @@ CASES = [
             quantization="compressed-tensors",
             kv_cache_dtype="auto",
             weights_gib=5.32,
+            weights_gib_per_rank=[5.32],
             kv_cache_gib=64.73,
             kv_cache_tokens=530288,
             max_concurrency=64.73,
@@ -142,6 +149,7 @@ CASES = [
             max_model_len=4096,
             kv_cache_dtype="auto",
             weights_gib=14.37,
+            weights_gib_per_rank=[14.37],
             kv_cache_gib=41.81,
             kv_cache_tokens=782800,
             max_concurrency=191.11,
@@ -158,6 +166,7 @@ CASES = [
             quantization="awq_marlin",
             kv_cache_dtype="auto",
             weights_gib=5.71,
+            weights_gib_per_rank=[5.71],
             kv_cache_gib=29.32,
             kv_cache_tokens=213488,
             max_concurrency=52.12,
@@ -178,6 +187,7 @@ CASES = [
                 "draft_model": "output/checkpoints/4",
             },
             weights_gib=15.78,
+            weights_gib_per_rank=[15.78],
             kv_cache_gib=54.23,
             kv_cache_tokens=384176,
             max_concurrency=9.38,
@@ -199,6 +209,7 @@ CASES = [
                 "draft_model": "poolside/Laguna-S-2.1-DFlash-NVFP4",
             },
             weights_gib=95.63,
+            weights_gib_per_rank=[95.63],
             kv_cache_gib=6.97,
             kv_cache_tokens=94135,
             max_concurrency=1.44,
@@ -245,6 +256,7 @@ CASES = [
             quantization="compressed-tensors",
             kv_cache_dtype="fp8",
             weights_gib=24.72,
+            weights_gib_per_rank=[24.72],
             kv_cache_gib=13.44,
             kv_cache_tokens=127625,
             max_concurrency=31.16,
@@ -276,9 +288,12 @@ def test_explain_json_has_exactly_the_documented_keys() -> None:
         "kv_cache_dtype",
         "speculative",
         "weights_gib",
+        "weights_gib_per_rank",
         "kv_cache_gib",
         "kv_cache_tokens",
         "max_concurrency",
+        "requested_max_model_len",
+        "derived_max_model_len",
         "errors",
     }
 
@@ -493,3 +508,147 @@ def test_every_vllm_log_in_the_corpus_has_a_case() -> None:
 
 def test_corpus_exists(corpus: Path) -> None:
     assert (corpus / "vllm-logs").is_dir()
+
+
+def until(name: str, marker: str) -> str:
+    """A corpus log up to (not including) its first line containing `marker`."""
+    lines = read(name).splitlines()
+    return "\n".join(lines[: next(i for i, line in enumerate(lines) if marker in line)]) + "\n"
+
+
+ENGINE_LINE = "LLM engine (v"
+TP4 = "v0.9.2_v1_qwen3-14b_tp4_multiproc-workers.log"
+# A start that stopped before the engine-config line (the only line naming the served
+# model in these logs): the args say nothing of served names, so vLLM serves the model.
+SERVED_DEFAULTS = [
+    (
+        "non-default-args",
+        until("v0.11.2_v1_qwen2.5-coder-14b_single-gpu.log", ENGINE_LINE),
+        ("Qwen/Qwen2.5-Coder-14B-Instruct",),
+    ),
+    (
+        "non-default-args-with-model-tag",
+        until("v0.17.0_v1_qwen2.5-7b_rocm_banner.log", ENGINE_LINE),
+        ("Qwen/Qwen2.5-7B-Instruct",),
+    ),
+    (
+        "namespace-served-model-name-none",
+        until("v0.8.3_v1_tinyllama_bitsandbytes_args-namespace.log", ENGINE_LINE),
+        ("TinyLlama/TinyLlama-1.1B-Chat-v1.0",),
+    ),
+    (
+        "banner-only",
+        until("v0.17.0_v1_qwen2.5-7b_rocm_banner.log", "non-default args"),
+        ("Qwen/Qwen2.5-7B-Instruct",),
+    ),
+    (
+        "engine-line-only",
+        "\n".join(line for line in read(TP4).splitlines() if ENGINE_LINE in line).replace(
+            "served_model_name=Qwen/Qwen3-14B", "served_model_name=None"
+        ),
+        ("Qwen/Qwen3-14B",),
+    ),
+    (
+        # The args name a served model: that name, not the model path.
+        "args-name-it",
+        until("v0.18.0_v1_qwen3-8b-awq_awq-marlin-quantization.log", ENGINE_LINE),
+        ("Qwen/Qwen3-8B",),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [case[1:] for case in SERVED_DEFAULTS],
+    ids=[case[0] for case in SERVED_DEFAULTS],
+)
+def test_served_names_default_to_the_model(text: str, expected: tuple[str, ...]) -> None:
+    report = parse_vllm_log(text)
+    assert report.served_names == expected
+    assert report.model is not None
+
+
+def test_no_model_no_served_names() -> None:
+    text = V1_HEAD + "INFO 07-12 09:44:43 [kv_cache_utils.py:716] GPU KV cache size: 1,024 tokens"
+    assert parse_vllm_log(text).served_names == ()
+
+
+def loading_lines(name: str) -> list[str]:
+    return [line for line in read(name).splitlines() if "Model loading took" in line]
+
+
+def as_pipeline(lines: list[str], prefixes: list[str], gib: list[str]) -> str:
+    """The real per-worker lines under other prefixes, with other figures.
+
+    The corpus has no pipeline-parallel log; these are its TP=4 log's four lines with the
+    worker names vLLM >= 0.11 gives (`Worker_PP{p}_TP{t}`) and figures that differ by
+    stage, as under pipeline parallelism, where each stage holds its own layers.
+    """
+    out = []
+    for line, prefix, figure in zip(lines, prefixes, gib, strict=True):
+        rest = line.split(") ", 1)[1]
+        out.append(f"{prefix} {rest.replace('6.9456 GiB', figure + ' GiB')}")
+    return "\n".join(out) + "\n"
+
+
+PER_RANK = [
+    (
+        # Logged by ranks 0, 2, 3, 1.
+        "tp4-vllmworker-rank",
+        read(TP4),
+        (6.9456, 6.9456, 6.9456, 6.9456),
+    ),
+    (
+        "v0-driver-and-workers",
+        read("v0.6.3.post1_v0_qwen2.5-32b_tp4_gpu-blocks.log"),
+        (15.3916, 15.3916, 15.3916, 15.3916),
+    ),
+    (
+        "single-gpu",
+        read("v0.11.2_v1_qwen2.5-coder-14b_single-gpu.log"),
+        (27.5681,),
+    ),
+    (
+        "pp2-tp2-worker-names",
+        as_pipeline(
+            loading_lines(TP4),
+            [
+                "(Worker_PP0_TP0 pid=13372)",
+                "(Worker_PP1_TP0 pid=13374)",
+                "(Worker_PP1_TP1 pid=13375)",
+                "(Worker_PP0_TP1 pid=13373)",
+            ],
+            ["7.5", "6.25", "6.25", "7.5"],
+        ),
+        (7.5, 7.5, 6.25, 6.25),
+    ),
+    (
+        "pp2-vllmworker-rank",
+        as_pipeline(
+            loading_lines(TP4)[:2],
+            ["(VllmWorker rank=1 pid=13374)", "(VllmWorker rank=0 pid=13372)"],
+            ["3.1", "4.2"],
+        ),
+        (4.2, 3.1),
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "per_rank"), [case[1:] for case in PER_RANK], ids=[case[0] for case in PER_RANK]
+)
+def test_weights_per_rank(text: str, per_rank: tuple[float, ...]) -> None:
+    report = parse_vllm_log(text)
+    assert report.weights_gib_per_rank == per_rank
+    assert report.weights_gib == per_rank[0]
+    assert report.weights_gib_total == round(sum(per_rank), 4)
+
+
+def test_a_rank_that_logs_twice_counts_once() -> None:
+    lines = loading_lines(TP4)
+    report = parse_vllm_log("\n".join([lines[0], lines[0].replace("6.9456", "1.0")]))
+    assert report.weights_gib_per_rank == (6.9456,)
+
+
+def test_no_weights_no_total() -> None:
+    assert EngineReport().weights_gib_total is None
