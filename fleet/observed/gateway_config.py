@@ -3,21 +3,26 @@
 A fact parser (text of the config file in, frozen models out) used by observation, plan
 and the gateway renderer. fleet marks the entries it manages with a `model_info.id` of the
 form `fleet:<seat>:<alias>`; every other entry is foreign and never touched.
+`read_config` parses a text once (libyaml where it can promise ruamel.yaml's reading,
+ruamel.yaml elsewhere) and keeps the last few documents by their exact text, so that
+observe, plan and the renderer's edits and check share one parse of the same config.
 """
 
 from __future__ import annotations
 
+from functools import lru_cache
 from io import StringIO
 from typing import Any
 
 from pydantic import Field
 from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.comments import CommentedMap
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from fleet.base import CoreModel
 from fleet.errors import GatewayError
 from fleet.names import is_managed_entry
+from fleet.spec.load import YamlDoc, located, read_yaml
 
 
 class GatewayEntry(CoreModel):
@@ -76,20 +81,43 @@ def load_tree(text: str) -> Any:
     return tree
 
 
+@lru_cache(maxsize=4)
+def read_config(text: str) -> YamlDoc:
+    """The config's plain data and spots, parsed once per text (the cache is keyed by the
+    exact text; the document is shared, so read it and never change it).
+
+    libyaml reads it where it can promise ruamel.yaml's reading, ruamel.yaml (`load_tree`)
+    elsewhere; GatewayError on bad YAML or a non-mapping, with ruamel's message.
+    """
+    doc = read_yaml(text)
+    if doc is None:
+        return located(load_tree(text))
+    if doc.data is None:
+        return YamlDoc({}, doc.spot)
+    if not isinstance(doc.data, dict):
+        raise GatewayError("gateway config must be a mapping at the top level")
+    return doc
+
+
 def parse_gateway_config(text: str) -> GatewayConfig:
     """Entries and fallbacks of a LiteLLM config text."""
-    tree = load_tree(text)
-    models = tree.get("model_list") or []
+    return config_of(read_config(text))
+
+
+def config_of(doc: YamlDoc) -> GatewayConfig:
+    """Entries and fallbacks of a parsed config (`read_config`)."""
+    models = doc.data.get("model_list") or []
+    spot = doc.spot.child("model_list")
     entries = (
         [
-            _entry(item, models.lc.item(i)[0] + 1)
+            _entry(item, spot.items[i].line + 1)
             for i, item in enumerate(models)
             if isinstance(item, dict) and "model_name" in item
         ]
-        if isinstance(models, CommentedSeq)
+        if isinstance(models, list) and spot is not None
         else []
     )
-    return GatewayConfig(entries=tuple(entries), fallbacks=_fallbacks(tree))
+    return GatewayConfig(entries=tuple(entries), fallbacks=_fallbacks(doc.data))
 
 
 def _entry(item: dict[str, Any], line: int) -> GatewayEntry:

@@ -1,10 +1,11 @@
 """Edit a LiteLLM config so that fleet's aliases match desired/, touching nothing else.
 
 Called by `fleet render gateway`, plan and apply. The edit is a splice of text lines, not a
-re-dump: ruamel.yaml tells where each `model_list` item and fallback item starts and ends,
-fleet replaces only its own items (`model_info.id: fleet:<seat>:<alias>`), adopts a
-hand-written item for an alias desired/ now declares, deletes retired aliases, and appends
-new items. Every other byte (comments, order, foreign entries, quoting) stays as it was.
+re-dump: the parsed config (`gateway_config.read_config`, one parse per text) tells where
+each `model_list` item and fallback item starts and ends, fleet replaces only its own
+items (`model_info.id: fleet:<seat>:<alias>`), adopts a hand-written item for an alias
+desired/ now declares, deletes retired aliases, and appends new items. Every other byte
+(comments, order, foreign entries, quoting) stays as it was.
 """
 
 from __future__ import annotations
@@ -12,12 +13,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-
 from fleet.errors import GatewayError
 from fleet.names import entry_id, is_managed_entry
-from fleet.observed.gateway_config import load_tree, parse_gateway_config
+from fleet.observed.gateway_config import GatewayConfig, config_of, read_config
 from fleet.render.yamltext import dump_yaml
+from fleet.spec.load import Spot, YamlDoc
 from fleet.spec.models import DesiredFleet
 
 Decide = Callable[[Any], str | None]  # item -> replacement key, "" to delete, None to keep
@@ -62,15 +62,19 @@ def render_gateway_config(
     retired = set(gateway.retired_aliases) if gateway and not only else set()
     wanted = desired_entries(desired, only)
     fallbacks = {a: list(t) for a, t in sorted((gateway.fallbacks if gateway else {}).items())}
-    text = _splice_models(text, wanted, retired, only)
+    text = _splice_models(text, read_config(text), wanted, retired, only)
     if not only:
-        text = _splice_fallbacks(text, fallbacks, set(wanted) | retired)
-    _check(text, wanted, retired)
+        text = _splice_fallbacks(text, read_config(text), fallbacks, set(wanted) | retired)
+    _check(config_of(read_config(text)), wanted, retired)
     return text
 
 
 def _splice_models(
-    text: str, wanted: dict[str, dict[str, Any]], retired: set[str], only: frozenset[str]
+    text: str,
+    doc: YamlDoc,
+    wanted: dict[str, dict[str, Any]],
+    retired: set[str],
+    only: frozenset[str],
 ) -> str:
     pending = dict(wanted)
 
@@ -89,11 +93,13 @@ def _splice_models(
             return ""  # a stale managed entry, a retired alias, or a duplicate
         return None
 
-    return _splice(text, ("model_list",), decide, pending, lambda a: wanted[a])
+    return _splice(text, doc, ("model_list",), decide, pending, lambda a: wanted[a])
 
 
-def _splice_fallbacks(text: str, wanted: dict[str, list[str]], owned: set[str]) -> str:
-    tree = load_tree(text)
+def _splice_fallbacks(
+    text: str, doc: YamlDoc, wanted: dict[str, list[str]], owned: set[str]
+) -> str:
+    tree = doc.data
     section = next(
         (
             s
@@ -115,25 +121,26 @@ def _splice_fallbacks(text: str, wanted: dict[str, list[str]], owned: set[str]) 
         return "" if alias in owned else None
 
     path = (section or "router_settings", "fallbacks")
-    return _splice(text, path, decide, pending, lambda a: {a: wanted[a]})
+    return _splice(text, doc, path, decide, pending, lambda a: {a: wanted[a]})
 
 
 def _splice(
     text: str,
+    doc: YamlDoc,
     path: tuple[str, ...],
     decide: Decide,
     pending: dict[str, Any],
     render: Callable[[str], Any],
 ) -> str:
-    """Replace, delete or append items of the block sequence at `path`."""
+    """Replace, delete or append items of the block sequence at `path` of `doc` (`text`)."""
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
-    tree = load_tree("".join(lines))
-    seq = _find_seq(tree, path)
-    if seq is None:
-        return _insert_block(lines, tree, path, [render(k) for k in pending]) if pending else text
-    spans = _item_spans(lines, seq, _block_end(lines, seq))
+    found = _find_seq(doc, path)
+    if found is None:
+        return _insert_block(lines, doc, path, [render(k) for k in pending]) if pending else text
+    seq, spot = found
+    spans = _item_spans(lines, spot, _block_end(lines, spot))
     out: list[str] = []
     cursor = 0
     for item, (start, stop, column) in zip(seq, spans, strict=True):
@@ -152,43 +159,44 @@ def _splice(
     return "".join(out + lines[spans[-1][1] :])
 
 
-def _find_seq(tree: CommentedMap, path: tuple[str, ...]) -> CommentedSeq | None:
-    """The block sequence at `path`, None when the key is absent."""
-    node: Any = tree
-    for key in path[:-1]:
-        node = node.get(key) if isinstance(node, CommentedMap) else None
-    if not isinstance(node, CommentedMap) or node.get(path[-1]) is None:
+def _find_seq(doc: YamlDoc, path: tuple[str, ...]) -> tuple[list[Any], Spot] | None:
+    """The block sequence at `path` and its spot, None when the key is absent."""
+    node: Any = doc.data
+    spot: Spot | None = doc.spot
+    for key in path:
+        if not isinstance(node, dict) or spot is None:
+            return None
+        node, spot = node.get(key), spot.child(key)
+    if node is None or spot is None:
         return None
-    seq = node[path[-1]]
-    if not isinstance(seq, CommentedSeq) or not seq or seq.fa.flow_style():
+    if not isinstance(node, list) or not node or spot.flow:
         raise GatewayError(
             f"gateway config: {'.'.join(path)} must be a non-empty block "
             "list for fleet to edit it in place"
         )
-    return seq
+    return node, spot
 
 
-def _insert_block(
-    lines: list[str], tree: CommentedMap, path: tuple[str, ...], items: list[Any]
-) -> str:
+def _insert_block(lines: list[str], doc: YamlDoc, path: tuple[str, ...], items: list[Any]) -> str:
     """Add the missing key at `path` (and its parent if needed) holding `items`."""
-    parent = tree.get(path[0]) if len(path) > 1 else None
-    if len(path) > 1 and isinstance(parent, CommentedMap) and parent:
-        column = parent.lc.key(next(iter(parent)))[1]
-        at = tree.lc.key(path[0])[0] + 1
+    parent = doc.data.get(path[0]) if len(path) > 1 else None
+    where = doc.spot.child(path[0])
+    if len(path) > 1 and isinstance(parent, dict) and parent and where is not None:
+        column = next(iter(where.keys.values())).column
+        at = where.line + 1
         block = [f"{' ' * column}{path[-1]}:\n"]
         block += [t for item in items for t in _item_text(item, column + 2)]
         return "".join(lines[:at] + block + lines[at:])
-    if len(path) > 1 and path[0] in tree:
+    if len(path) > 1 and path[0] in doc.data:
         raise GatewayError(f"gateway config: {path[0]} must be a mapping")
     block = [f"{' ' * (2 * depth)}{key}:\n" for depth, key in enumerate(path)]
     block += [t for item in items for t in _item_text(item, 2 * (len(path) - 1))]
     return "".join(lines + block)
 
 
-def _block_end(lines: list[str], seq: CommentedSeq) -> int:
+def _block_end(lines: list[str], seq: Spot) -> int:
     """First line after the sequence: the next line indented at or left of its dashes."""
-    first = seq.lc.item(0)[0]
+    first = seq.items[0].line
     dash = len(lines[first]) - len(lines[first].lstrip(" "))
     for index in range(first + 1, len(lines)):
         stripped = lines[index].strip()
@@ -200,8 +208,8 @@ def _block_end(lines: list[str], seq: CommentedSeq) -> int:
     return _trim(lines, first, len(lines))
 
 
-def _item_spans(lines: list[str], seq: CommentedSeq, end: int) -> list[tuple[int, int, int]]:
-    starts = [seq.lc.item(i)[0] for i in range(len(seq))]
+def _item_spans(lines: list[str], seq: Spot, end: int) -> list[tuple[int, int, int]]:
+    starts = [item.line for item in seq.items]
     spans = []
     for i, start in enumerate(starts):
         stop = starts[i + 1] if i + 1 < len(starts) else end
@@ -225,9 +233,8 @@ def _item_text(value: Any, column: int) -> list[str]:
     return [f"{pad}- {body[0]}\n"] + [f"{pad}  {line}\n" for line in body[1:]]
 
 
-def _check(text: str, wanted: dict[str, dict[str, Any]], retired: set[str]) -> None:
-    """The edited text parses and routes every alias as desired."""
-    config = parse_gateway_config(text)
+def _check(config: GatewayConfig, wanted: dict[str, dict[str, Any]], retired: set[str]) -> None:
+    """The edited config routes every alias as desired."""
     routed = config.by_alias()
     for alias, item in wanted.items():
         entry = routed.get(alias)
