@@ -7,9 +7,10 @@ Everything here is a fact read off a host; nothing is typed by hand.
 
 from __future__ import annotations
 
+from operator import is_
 from typing import Any
 
-from pydantic import Field
+from pydantic import Field, PrivateAttr
 
 from fleet.base import CoreModel
 from fleet.engines import concurrency
@@ -92,6 +93,26 @@ class ObservedSeat(CoreModel):
         return concurrency(tokens, context)
 
 
+class _Memo:
+    """A lookup index riding on a frozen model, beside what it was built from.
+
+    Never part of the model's value: every memo equals every other, so models still
+    compare by their fields. A copy (`model_copy`) shares its original's memo; comparing
+    what the index was built from with the copy's own fields makes the copy rebuild it.
+    """
+
+    __slots__ = ("built",)
+
+    def __init__(self) -> None:
+        self.built: tuple[tuple[Any, ...], dict[str, Any]] = ((), {})
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Memo)
+
+    def __hash__(self) -> int:
+        return 0
+
+
 class ObservedHost(CoreModel):
     """One host: reachable or not, its GPUs, seats, GPU processes and models."""
 
@@ -110,9 +131,19 @@ class ObservedHost(CoreModel):
     applied_commit: str | None = Field(None, description="desired/ commit of the last apply")
     applied_at: str | None = Field(None, description="when that apply finished")
 
+    _by_name: _Memo = PrivateAttr(default_factory=_Memo)
+
     def seat(self, name: str) -> ObservedSeat | None:
-        """The managed seat of that name, if it runs here."""
-        return next((s for s in self.seats if s.managed and s.name == name), None)
+        """The managed seat of that name, if it runs here (the first, if twice)."""
+        source, index = self._by_name.built
+        if source is not self.seats:
+            index = {}
+            for seat in self.seats:
+                if seat.managed:
+                    index.setdefault(seat.name, seat)
+            self._by_name.built = (self.seats, index)
+        found: ObservedSeat | None = index.get(name)
+        return found
 
 
 class BackendProbe(CoreModel):
@@ -150,10 +181,22 @@ class Observation(CoreModel):
         newest = max(applied, key=lambda h: (h.applied_at or "", h.name), default=None)
         return newest.applied_commit if newest else None
 
+    _by_name: _Memo = PrivateAttr(default_factory=_Memo)
+
     def seat(self, name: str) -> tuple[ObservedHost, ObservedSeat] | None:
-        """Where a managed seat runs, if anywhere."""
-        for host in self.hosts.values():
-            found = host.seat(name)
-            if found is not None:
-                return host, found
-        return None
+        """Where a managed seat runs, if anywhere (the first host in order, if on two).
+
+        An index built once per set of hosts; the identity check (cheap, in C) notices a
+        host replaced in `hosts`, which is a plain dict, and builds the index anew.
+        """
+        hosts = tuple(self.hosts.values())
+        source, index = self._by_name.built
+        if len(source) != len(hosts) or not all(map(is_, source, hosts)):
+            index = {}
+            for host in hosts:
+                for seat in host.seats:
+                    if seat.managed:
+                        index.setdefault(seat.name, (host, seat))
+            self._by_name.built = (hosts, index)
+        found: tuple[ObservedHost, ObservedSeat] | None = index.get(name)
+        return found

@@ -15,6 +15,8 @@ from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.spec.models import DesiredFleet
 
+Routes = dict[tuple[str, int | None], list[str]]  # (address, port) -> aliases routed there
+
 
 class SeatRow(CoreModel):
     """One seat as the inventory lists it."""
@@ -104,18 +106,16 @@ def build_inventory(desired: DesiredFleet, observation: Observation) -> Inventor
     )
 
 
-def _routes(desired: DesiredFleet, observation: Observation) -> dict[str, list[str]]:
-    """api_base -> aliases the gateway routes there."""
-    routes: dict[str, list[str]] = {}
+def _routes(desired: DesiredFleet, observation: Observation) -> Routes:
+    """(address, port) -> aliases the gateway routes there, indexed once for every seat."""
+    routes: Routes = {}
     config = observation.gateway.config if observation.gateway else None
     for entry in config.entries if config else ():
-        routes.setdefault(entry.api_base or "", []).append(entry.alias)
+        routes.setdefault(_endpoint(entry.api_base or ""), []).append(entry.alias)
     return routes
 
 
-def _host_section(
-    host: ObservedHost, routes: dict[str, list[str]], addresses: set[str]
-) -> HostSection:
+def _host_section(host: ObservedHost, routes: Routes, addresses: set[str]) -> HostSection:
     seats = tuple(
         _seat_row(host, seat, routes, addresses)
         for seat in sorted(host.seats, key=lambda s: s.name)
@@ -137,7 +137,7 @@ def _host_section(
 
 
 def _seat_row(
-    host: ObservedHost, seat: ObservedSeat, routes: dict[str, list[str]], addresses: set[str]
+    host: ObservedHost, seat: ObservedSeat, routes: Routes, addresses: set[str]
 ) -> SeatRow:
     info = host.models.get((seat.model or "").rstrip("/"))
     engine = seat.engine
@@ -168,17 +168,11 @@ def _seat_row(
     )
 
 
-def _aliases_for(
-    seat: ObservedSeat, routes: dict[str, list[str]], addresses: set[str]
-) -> list[str]:
+def _aliases_for(seat: ObservedSeat, routes: Routes, addresses: set[str]) -> list[str]:
     """Aliases whose backend is this seat's port on one of its host's addresses."""
-    return [
-        alias
-        for base, aliases in routes.items()
-        for alias in aliases
-        if seat.port is not None
-        and _endpoint(base) in {(address, seat.port) for address in addresses}
-    ]
+    if seat.port is None:
+        return []
+    return [alias for address in addresses for alias in routes.get((address, seat.port), ())]
 
 
 def _endpoint(api_base: str) -> tuple[str, int | None]:
