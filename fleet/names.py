@@ -8,6 +8,8 @@ them; neither spells them on its own.
 
 from __future__ import annotations
 
+import re
+
 SEAT_LABEL = "fleet.seat"
 HASH_LABEL = "fleet.spec-hash"
 MANAGED_LABEL = "fleet.managed"
@@ -19,6 +21,8 @@ COMPOSE_NAME = "compose.yaml"
 PROVENANCE_SUFFIX = ".PROVENANCE.txt"
 
 ENTRY_PREFIX = "fleet:"
+
+COMPOSE_SERVICE_LABEL = "com.docker.compose.service"  # set by docker compose itself
 
 
 def in_compose_dir(compose_dir: str, name: str) -> str:
@@ -44,3 +48,9 @@ def entry_id(seat: str, alias: str) -> str:
 def is_managed_entry(entry: str | None) -> bool:
     """True for the id of a gateway entry fleet manages."""
     return bool(entry and entry.startswith(ENTRY_PREFIX))
+
+
+def hand_seat_name(raw: str) -> str:
+    """The seat name of a container fleet did not create (its compose service or name),
+    as `fleet import` writes it and plan matches it: lowercase letters, digits and `-`."""
+    return re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-") or "seat"

@@ -13,7 +13,7 @@ from enum import StrEnum
 from fleet.base import CoreModel, Severity
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.spec.images import parse_image
-from fleet.spec.models import DesiredFleet
+from fleet.spec.models import DesiredFleet, Seat
 
 
 class FindingKind(StrEnum):
@@ -124,8 +124,8 @@ def _seat_findings(
 ) -> Iterator[Finding]:
     target = f"{host.name}/{seat.name}"
     container = seat.container
-    spec = desired.seats.get(seat.name)
-    if not seat.managed or spec is None:
+    spec = desired.seats.get(seat.name) if seat.managed else _adopted(desired, host, seat)
+    if spec is None:
         what = "fleet-labelled seat not in desired/" if seat.managed else "container"
         yield Finding(
             kind=FindingKind.UNMANAGED_CONTAINER,
@@ -169,6 +169,12 @@ def _seat_findings(
             severity=Severity.ERROR,
             message=f"{error.kind.value}: {error.message[:160]}",
         )
+
+
+def _adopted(desired: DesiredFleet, host: ObservedHost, seat: ObservedSeat) -> Seat | None:
+    """The seat a hand-made engine container stands for (desired/ names it on this host)."""
+    spec = desired.seats.get(seat.hand_name) if seat.engine_name else None
+    return spec if spec is not None and spec.host == host.name else None
 
 
 def _image_findings(desired: DesiredFleet, target: str, seat: ObservedSeat) -> Iterator[Finding]:

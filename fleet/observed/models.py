@@ -16,6 +16,7 @@ from fleet.base import CoreModel
 from fleet.engines import concurrency
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.vllm_log import EngineReport
+from fleet.names import COMPOSE_SERVICE_LABEL, hand_seat_name
 from fleet.observed.gateway_config import GatewayConfig
 
 
@@ -86,6 +87,12 @@ class ObservedSeat(CoreModel):
     )
 
     @property
+    def hand_name(self) -> str:
+        """The seat name of a container fleet did not create (compose service, or name)."""
+        raw = self.container.labels.get(COMPOSE_SERVICE_LABEL) or self.container.name
+        return hand_seat_name(raw)
+
+    @property
     def concurrency(self) -> float | None:
         """KV-cache tokens / context, from the engine's own log."""
         tokens = self.engine.kv_cache_tokens if self.engine else None
@@ -132,6 +139,13 @@ class ObservedHost(CoreModel):
     applied_at: str | None = Field(None, description="when that apply finished")
 
     _by_name: _Memo = PrivateAttr(default_factory=_Memo)
+
+    def adoptable(self, name: str) -> ObservedSeat | None:
+        """An engine container fleet did not create that `fleet import` would name `name`."""
+        return next(
+            (s for s in self.seats if not s.managed and s.engine_name and s.hand_name == name),
+            None,
+        )
 
     def seat(self, name: str) -> ObservedSeat | None:
         """The managed seat of that name, if it runs here (the first, if twice)."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import IntEnum, StrEnum
 from typing import Any
 
-from pydantic import model_validator
+from pydantic import Field, model_validator
 
 from fleet.base import CoreModel
 from fleet.plan.diff import FieldChange
@@ -65,6 +65,9 @@ class Action(CoreModel):
     wave: Wave = Wave.SEATS
     reasons: tuple[str, ...] = ()
     changes: tuple[FieldChange, ...] = ()
+    adopts: str | None = Field(
+        None, description="a hand-made container this seat takes over (stopped, then removed)"
+    )
 
     @model_validator(mode="before")
     @classmethod

@@ -18,6 +18,7 @@ from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
 from fleet.plan import blockers
 from fleet.plan.actions import Action, ActionKind, Blocker, NoOp, Wave
+from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
 from fleet.plan.fingerprint import fingerprint
@@ -129,6 +130,8 @@ def _seat_action(
     seat = desired.seats[name]
     host = desired.hosts[seat.host]
     found = observation.seat(name)
+    if found is None and (adopted := adopt(desired, observation, name)) is not None:
+        return adopted
     if found is None:
         return [
             Action(

@@ -9,7 +9,6 @@ what runs (adoption without a restart).
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 
 from fleet.engines import read_process
@@ -17,7 +16,6 @@ from fleet.facts.argv import EngineArgs
 from fleet.observed.models import ObservedHost, ObservedSeat
 from fleet.secrets import INTERPOLATION
 
-COMPOSE_SERVICE = "com.docker.compose.service"
 DEFAULT_PORT = {"vllm": 8000, "llama.cpp": 8080}
 
 
@@ -49,8 +47,7 @@ class ImportedSeat:
 
 def seat_name(live: ObservedSeat, host: str, taken: set[str]) -> str:
     """The compose service's name, else the container's, as a seat name (unique)."""
-    raw = live.container.labels.get(COMPOSE_SERVICE) or live.container.name
-    name = re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-") or "seat"
+    name = live.hand_name
     return name if name not in taken else f"{name}-{host}"
 
 

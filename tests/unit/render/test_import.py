@@ -6,6 +6,7 @@ import json
 
 from fleet.observed.assemble import assemble_host
 from fleet.observed.models import Observation
+from fleet.plan.plan import make_plan
 from fleet.render.desired_files import HostAccess, import_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Severity
@@ -154,3 +155,25 @@ def test_no_secret_value_reaches_the_files() -> None:
 def test_each_value_names_its_source() -> None:
     seat = imported()["seats/chat.yaml"].splitlines()
     assert all("  # " in line for line in seat if line and not line.startswith("#"))
+
+
+def test_right_after_import_plan_adopts_every_seat_without_a_restart() -> None:
+    loaded = load_fleet(imported())
+    assert loaded.fleet is not None
+    plan = make_plan(loaded.fleet, observation())
+    assert [a for a in plan.actions if a.wave == 1] == []
+    reasons = {n.target: n.reason for n in plan.noops}
+    assert reasons["chat"].startswith("adopted (not yet under fleet's compose project)")
+    assert reasons["gguf"].startswith("adopted (not yet under fleet's compose project)")
+    unmanaged = [f.target for f in plan.findings if f.kind.value == "unmanaged-container"]
+    assert unmanaged == ["rig/notebook"]  # the container desired/ does not name stays one
+
+
+def test_a_real_change_replaces_the_hand_made_container_under_fleets_project() -> None:
+    files = imported()
+    files["seats/chat.yaml"] = files["seats/chat.yaml"].replace("context: 32768", "context: 16384")
+    loaded = load_fleet(files)
+    assert loaded.fleet is not None
+    (action,) = [a for a in make_plan(loaded.fleet, observation()).actions if a.wave == 1]
+    assert (action.kind.value, action.target, action.adopts) == ("replace-seat", "chat", "chat")
+    assert [(c.field, c.old, c.new) for c in action.changes] == [("context", 32768, 16384)]
