@@ -203,6 +203,10 @@ def rollback(
             _try(restored, seat_ops.stop_service, conn, desired, host, service)
         seat_ops.restore_compose(conn, host, previous)
         restored.append(f"compose file on {host_name}")
+        for container in undo.adopted[host_name]:
+            reporter.step(f"{host_name}: start the hand-made container {container} again")
+            _try(restored, seat_ops.start_container, conn, container)
+            restored.append(f"hand-made container {container} on {host_name} (started again)")
         for service in undo.replaced[host_name]:
             reporter.step(f"{host_name}: restart the previous seat {service}")
             _try(restored, seat_ops.start_service, conn, desired, host, service)

@@ -41,6 +41,7 @@ class Undo:
     composes: dict[str, str | None] = field(default_factory=dict)
     created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     replaced: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    adopted: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     gateway_previous: str | None = None
 
 
@@ -101,7 +102,7 @@ def apply_seat_wave(
         desired, sessions, seat_timeout, SerialReporter(reporter), undo, threading.Event()
     )
     for host in groups:  # made here, so threads only append to their own host's lists
-        undo.created[host], undo.replaced[host] = [], []
+        undo.created[host], undo.replaced[host], undo.adopted[host] = [], [], []
     with ThreadPoolExecutor(max_workers=len(groups), thread_name_prefix="apply") as pool:
         futures = {host: pool.submit(_guarded, run, host, group) for host, group in groups.items()}
     results = {host: future.result() for host, future in futures.items()}
@@ -136,9 +137,12 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
         _check_stop(run, host_name)
         verb = "create" if action.kind is ActionKind.CREATE_SEAT else "replace"
         reporter.step(f"{host_name}: {verb} seat {action.target}")
-        (run.undo.created if verb == "create" else run.undo.replaced)[host_name].append(
-            action.target
-        )
+        fresh = verb == "create" or action.adopts is not None  # a new service in the file
+        (run.undo.created if fresh else run.undo.replaced)[host_name].append(action.target)
+        if action.adopts is not None:
+            reporter.step(f"{host_name}: stop hand-made container {action.adopts}")
+            run.undo.adopted[host_name].append(action.adopts)
+            seat_ops.stop_container(conn, action.adopts)
         seat_ops.start_service(conn, desired, host, action.target)
         verdict = seat_ops.wait_healthy(
             run.sessions, desired, action.target, run.seat_timeout, _waiting(run, host_name)
@@ -146,6 +150,10 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
         if verdict.state is not HealthState.HEALTHY:
             raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
         reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
+        if action.adopts is not None:
+            reporter.step(f"{host_name}: remove hand-made container {action.adopts}")
+            seat_ops.remove_container(conn, action.adopts)
+            run.undo.adopted[host_name].remove(action.adopts)
         locks.record(conn, host, f"{verb}-seat", target=action.target)
         done.append(f"{verb} seat {action.target} on {host_name}")
     return done

@@ -108,6 +108,21 @@ def start_service(conn: HostSession, desired: DesiredFleet, host: Host, service:
     conn.check(compose(desired, host, "up", "-d", "--no-deps", service), timeout=900)
 
 
+def stop_container(conn: HostSession, name: str) -> None:
+    """Stop a container fleet did not create (it stays, to be started again on rollback)."""
+    conn.check(f"docker stop {shlex.quote(name)}", timeout=300)
+
+
+def start_container(conn: HostSession, name: str) -> None:
+    """Start a stopped container again."""
+    conn.check(f"docker start {shlex.quote(name)}", timeout=300)
+
+
+def remove_container(conn: HostSession, name: str) -> None:
+    """Remove a stopped container, once the seat that took it over is healthy."""
+    conn.check(f"docker rm {shlex.quote(name)}", timeout=300)
+
+
 def stop_service(conn: HostSession, desired: DesiredFleet, host: Host, service: str) -> None:
     """Stop and remove one service's container."""
     conn.check(compose(desired, host, "rm", "--stop", "--force", service), timeout=300)

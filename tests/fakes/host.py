@@ -246,6 +246,20 @@ def _ps_ports(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
     return CommandResult(0, "".join(f"{row}\n" for row in rows), "")
 
 
+def _by_hand(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    """`docker stop|start|rm NAME` on a container found by its name."""
+    verb, name = words
+    key = next((k for k, c in host.containers.items() if c.name == name), None)
+    if key is None:
+        return CommandResult(1, "", f"Error response from daemon: No such container: {name}")
+    host.journal.append((f"docker-{verb}", name))
+    if verb == "rm":
+        del host.containers[key]
+    else:
+        host.containers[key].state = "running" if verb == "start" else "exited"
+    return OK
+
+
 def _restart(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
     return OK
 
@@ -274,5 +288,6 @@ HANDLERS: list[tuple[re.Pattern[str], Handler]] = [
     ),
     (_pattern(r"docker ps --filter label=fleet\.seat=WORD --format '\{\{\.Ports\}\}'"), _ps_ports),
     (_pattern(r"docker restart WORD"), _restart),
+    (_pattern(r"docker (stop|start|rm) WORD"), _by_hand),
     (_pattern(r"sh -s"), _facts),
 ]
