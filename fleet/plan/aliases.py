@@ -58,6 +58,8 @@ def _retarget_reason(entry: GatewayEntry, item: dict[str, Any], seat: str) -> st
     params = dict(item["litellm_params"])
     api_base, model = params.pop("api_base"), params.pop("model")
     if not entry.managed:
+        if (entry.api_base, entry.model, entry.params) == (api_base, model, params):
+            return None  # routes as desired/ says: adopted as it stands
         return f"adopt the hand-written entry: {entry.api_base} -> {api_base} (seat {seat})"
     if entry.seat != seat:
         moved = f" ({entry.api_base} -> {api_base})" if entry.api_base != api_base else ""

@@ -50,6 +50,12 @@ def desired_entries(
     return dict(sorted(entries.items()))
 
 
+def routes_as_wanted(item: dict[str, Any], wanted: dict[str, Any]) -> bool:
+    """True when a hand-written entry routes exactly as fleet would write it (its params
+    included), so it is adopted as it stands instead of rewritten."""
+    return bool(item.get("litellm_params") == wanted["litellm_params"])
+
+
 def render_gateway_config(
     text: str, desired: DesiredFleet, only: frozenset[str] = frozenset()
 ) -> str:
@@ -87,6 +93,9 @@ def _splice_models(
         managed = is_managed_entry(known)
         if only and alias not in wanted and not (managed and known.split(":")[1] in only):
             return None  # another seat's entry: --seat leaves it alone
+        if alias in pending and not managed and routes_as_wanted(item, wanted[alias]):
+            del pending[alias]  # a hand-written entry that already routes as desired: adopted
+            return None
         if alias in pending:
             return alias
         if (managed and alias not in wanted) or alias in retired or alias in wanted:

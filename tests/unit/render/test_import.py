@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 
 from fleet.observed.assemble import assemble_host
-from fleet.observed.models import Observation
+from fleet.observed.gateway_config import parse_gateway_config
+from fleet.observed.models import Observation, ObservedGateway
 from fleet.plan.plan import make_plan
 from fleet.render.desired_files import HostAccess, import_fleet
 from fleet.spec.load import load_fleet
@@ -177,3 +178,23 @@ def test_a_real_change_replaces_the_hand_made_container_under_fleets_project() -
     (action,) = [a for a in make_plan(loaded.fleet, observation()).actions if a.wave == 1]
     assert (action.kind.value, action.target, action.adopts) == ("replace-seat", "chat", "chat")
     assert [(c.field, c.old, c.new) for c in action.changes] == [("context", 32768, 16384)]
+
+
+def test_hand_written_gateway_entries_that_route_as_imported_are_adopted_too() -> None:
+    loaded = load_fleet(imported())
+    assert loaded.fleet is not None
+    live = observation().model_copy(
+        update={
+            "gateway": ObservedGateway(
+                host="rig",
+                config_path="/etc/litellm/config.yaml",
+                config_text=GATEWAY,
+                config=parse_gateway_config(GATEWAY),
+            )
+        }
+    )
+    plan = make_plan(loaded.fleet, live)
+    targets = {a.target: a.reasons for a in plan.actions if a.wave == 2}
+    assert "chat" not in targets  # it routes exactly as desired/ says: left as it is
+    assert targets["gguf"][0].startswith("adopt the hand-written entry")  # import said it differs
+    assert "routes as openai/gguf" in imported()["gateway.yaml"]
