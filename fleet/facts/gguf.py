@@ -1,0 +1,145 @@
+"""Facts from a GGUF model file's header: architecture, layers, context, heads, file type.
+
+Called by observation on the first bytes of each `*.gguf` model the host has (the fact
+script sends only the head of the file, base64-encoded; never the whole file). The
+format is GGUF v2/v3: `GGUF`, version, tensor and key-value counts, then typed key-value
+pairs (`general.architecture`, `<arch>.block_count`, `<arch>.context_length`,
+`<arch>.attention.head_count[_kv]`, `general.file_type`, ...). Reading stops cleanly
+where the bytes end, so a header cut short still gives the keys before the cut (the
+tokenizer's long arrays come last). Total: any bytes give a `GgufFacts`.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import struct
+from typing import Any
+
+from fleet.base import CoreModel
+
+MAGIC = b"GGUF"
+# llama.cpp's `llama_ftype` (general.file_type): the quantization a file was made with.
+FILE_TYPES = {
+    0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1",
+    10: "Q2_K", 11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M",
+    16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 19: "IQ2_XXS", 20: "IQ2_XS", 21: "Q2_K_S",
+    22: "IQ3_XS", 23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M",
+    28: "IQ2_S", 29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0",
+    38: "MXFP4_MOE", 39: "NVFP4", 40: "Q1_0",
+}  # fmt: skip
+_SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<?",
+            10: "<Q", 11: "<q", 12: "<d"}  # fmt: skip
+STRING, ARRAY = 8, 9
+MAX_ARRAY_KEPT = 64  # longer arrays (the tokenizer's) are skipped, not kept
+
+
+class GgufFacts(CoreModel):
+    """What a GGUF header says; a key it does not reach or hold is None."""
+
+    version: int | None = None
+    tensor_count: int | None = None
+    architecture: str | None = None
+    name: str | None = None
+    block_count: int | None = None
+    context_length: int | None = None
+    embedding_length: int | None = None
+    head_count: int | None = None
+    head_count_kv: int | None = None
+    expert_count: int | None = None
+    file_type: str | None = None
+    complete: bool = False
+
+    @property
+    def kv_bytes_per_token(self) -> int | None:
+        """An f16 KV cache's bytes per token: 2 (K, V) x layers x KV heads x head dim x 2."""
+        if not (self.block_count and self.head_count and self.embedding_length):
+            return None
+        head_dim = self.embedding_length // self.head_count
+        return 2 * self.block_count * (self.head_count_kv or self.head_count) * head_dim * 2
+
+
+class _Cut(Exception):
+    """The bytes ended before the value did."""
+
+
+class _Reader:
+    def __init__(self, data: bytes) -> None:
+        self.data, self.at = data, 0
+
+    def take(self, size: int) -> bytes:
+        if size < 0 or self.at + size > len(self.data):
+            raise _Cut
+        chunk = self.data[self.at : self.at + size]
+        self.at += size
+        return chunk
+
+    def scalar(self, kind: int) -> Any:
+        fmt = _SCALARS[kind]
+        return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self) -> str:
+        return self.take(self.scalar(10)).decode("utf-8", errors="replace")
+
+    def value(self, kind: int) -> Any:
+        if kind == STRING:
+            return self.string()
+        if kind == ARRAY:
+            inner, count = self.scalar(4), self.scalar(10)
+            items = [self.value(inner) for _ in range(count)]
+            return items if count <= MAX_ARRAY_KEPT else None
+        if kind not in _SCALARS:
+            raise _Cut
+        return self.scalar(kind)
+
+
+def parse_gguf_header(data: bytes) -> GgufFacts:
+    """The facts of a GGUF header's bytes; anything that is not one gives empty facts."""
+    reader = _Reader(data)
+    found: dict[str, Any] = {}
+    try:
+        if reader.take(4) != MAGIC:
+            return GgufFacts()
+        found["version"], found["tensor_count"] = reader.scalar(4), reader.scalar(10)
+        count = reader.scalar(10)
+        for _ in range(count):
+            key = reader.string()
+            found[key] = reader.value(reader.scalar(4))
+        found["complete"] = True
+    except (_Cut, struct.error, KeyError, RecursionError, OverflowError, MemoryError):
+        pass
+    return _facts(found)
+
+
+def parse_gguf_base64(text: str) -> GgufFacts:
+    """The facts of a header sent base64-encoded (as the fact script sends it)."""
+    try:
+        return parse_gguf_header(base64.b64decode("".join(text.split()), validate=False))
+    except (binascii.Error, ValueError):
+        return GgufFacts()
+
+
+def _facts(found: dict[str, Any]) -> GgufFacts:
+    arch = found.get("general.architecture")
+    arch = arch if isinstance(arch, str) else None
+
+    def number(key: str) -> int | None:
+        value = found.get(f"{arch}.{key}") if arch else None
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+    file_type = found.get("general.file_type")
+    name = found.get("general.name")
+    return GgufFacts(
+        version=found.get("version"),
+        tensor_count=found.get("tensor_count"),
+        architecture=arch,
+        name=name if isinstance(name, str) else None,
+        block_count=number("block_count"),
+        context_length=number("context_length"),
+        embedding_length=number("embedding_length"),
+        head_count=number("attention.head_count"),
+        head_count_kv=number("attention.head_count_kv"),
+        expert_count=number("expert_count"),
+        file_type=FILE_TYPES.get(file_type) if isinstance(file_type, int) else None,
+        complete=bool(found.get("complete")),
+    )

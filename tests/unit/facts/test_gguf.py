@@ -1,0 +1,87 @@
+"""The GGUF header parser, on files written by the `gguf` package (llama.cpp's own writer)
+and on the head of such files, as the fact script sends it."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import gguf
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from fleet.facts.gguf import FILE_TYPES, GgufFacts, parse_gguf_base64, parse_gguf_header
+
+
+def write(path: Path, arch: str, ftype: int, vocab: int = 0, **numbers: int) -> bytes:
+    writer = gguf.GGUFWriter(str(path), arch)
+    writer.add_name(f"tiny-{arch}")
+    writer.add_block_count(numbers.get("layers", 28))
+    writer.add_context_length(numbers.get("context", 40960))
+    writer.add_embedding_length(numbers.get("embedding", 2048))
+    writer.add_head_count(numbers.get("heads", 16))
+    writer.add_head_count_kv(numbers.get("kv_heads", 8))
+    if "experts" in numbers:
+        writer.add_expert_count(numbers["experts"])
+    writer.add_file_type(ftype)
+    if vocab:
+        writer.add_token_list([f"token-{i}" for i in range(vocab)])
+    writer.add_tensor("blk.0.attn_q.weight", np.zeros((8, 8), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path.read_bytes()
+
+
+CASES = [
+    ("qwen3-q4km", "qwen3", 15, {}, "Q4_K_M"),
+    ("llama-q8", "llama", 7, {"layers": 32, "context": 131072, "heads": 32}, "Q8_0"),
+    ("moe-f16", "qwen3moe", 1, {"experts": 128, "layers": 48}, "F16"),
+]
+
+
+@pytest.mark.parametrize(
+    ("arch", "ftype", "numbers", "quant"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
+def test_header_facts_equal_what_the_writer_wrote(
+    tmp_path: Path, arch: str, ftype: int, numbers: dict[str, int], quant: str
+) -> None:
+    data = write(tmp_path / "m.gguf", arch, ftype, **numbers)
+    facts = parse_gguf_header(data)
+    reader = gguf.GGUFReader(str(tmp_path / "m.gguf"))
+    assert facts.complete and facts.version == 3 and facts.tensor_count == len(reader.tensors)
+    assert facts.architecture == arch and facts.name == f"tiny-{arch}"
+    assert facts.block_count == numbers.get("layers", 28)
+    assert facts.context_length == numbers.get("context", 40960)
+    assert (facts.head_count, facts.head_count_kv) == (numbers.get("heads", 16), 8)
+    assert facts.expert_count == numbers.get("experts")
+    assert facts.file_type == quant
+    head_dim = 2048 // numbers.get("heads", 16)
+    assert facts.kv_bytes_per_token == 2 * numbers.get("layers", 28) * 8 * head_dim * 2
+
+
+def test_the_head_of_a_file_with_a_long_vocabulary_is_enough(tmp_path: Path) -> None:
+    data = write(tmp_path / "m.gguf", "qwen3", 15, vocab=50_000)
+    assert len(data) > 500_000
+    head = parse_gguf_base64(base64.b64encode(data[:65536]).decode())
+    assert not head.complete  # cut inside the tokenizer's token list
+    assert (head.architecture, head.block_count, head.file_type) == ("qwen3", 28, "Q4_K_M")
+
+
+def test_file_type_names_are_llama_cpps() -> None:
+    for member in gguf.LlamaFileType:
+        if member.value in FILE_TYPES:
+            assert (
+                member.name.removeprefix("MOSTLY_").removeprefix("ALL_") == FILE_TYPES[member.value]
+            )
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=512))
+def test_any_bytes_give_facts(data: bytes) -> None:
+    assert isinstance(parse_gguf_header(b"GGUF" + data), GgufFacts)
+    assert isinstance(parse_gguf_header(data), GgufFacts)
+    assert isinstance(parse_gguf_base64(data.decode("latin-1")), GgufFacts)
