@@ -19,7 +19,9 @@ from enum import StrEnum
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import parse_docker_inspect
+from fleet.facts.gguf import parse_gguf_base64
 from fleet.facts.journal import unfinished
+from fleet.facts.meminfo import parse_meminfo
 from fleet.facts.model_config import parse_model_config
 from fleet.facts.nvidia_smi import (
     COMPUTE_APPS_FIELDS,
@@ -48,7 +50,9 @@ class Section(StrEnum):
     IMAGES = "images"
     CMDLINE = "cmdline"
     LOGS = "logs"
+    MEMINFO = "meminfo"
     MODEL = "model"
+    GGUF = "gguf"
     CONFIG = "config"
     PROVENANCE = "provenance"
     MISSING = "missing"
@@ -130,6 +134,18 @@ MODEL_FACTS = (
         parse_provenance,
     ),
 )
+GGUF_HEAD_BYTES = 65536  # a GGUF file's keys come first; its tensors are never read
+GGUF_FACTS = (
+    Fact(
+        Section.GGUF,
+        'gguf() {\n  mark gguf "$1"; stat -c %s "$1" 2>/dev/null\n'
+        f'  head -c {GGUF_HEAD_BYTES} "$1" | base64 | tr -d "\\n"; echo\n}}\n',
+        parse_gguf_base64,
+    ),
+)
+MEMORY_FACTS = (
+    Fact(Section.MEMINFO, "mark meminfo; head -n 3 /proc/meminfo 2>/dev/null\n", parse_meminfo),
+)
 _PRELUDE = "set -u\nmark() { printf '\\n" + MARK + '%s\\n\' "$*"; }\n'
 
 
@@ -170,10 +186,13 @@ def host_script(
         + _commands(GPU_FACTS)
         + "ids=$(docker ps -aq --no-trunc 2>/dev/null)\nmark docker-rc $?\n"
         + _commands(CONTAINER_FACTS)
+        + _commands(MEMORY_FACTS)
         + _commands(MODEL_FACTS)
+        + _commands(GGUF_FACTS)
         + f"for dir in {shlex.quote(root or '/')}/* {_words(outside)}; do "
-        '[ -d "$dir" ] && model "$dir"; done\n'
-        + f'for dir in {_words(wanted)}; do [ -d "$dir" ] || mark missing "$dir"; done\n'
+        'if [ -d "$dir" ]; then model "$dir"; '
+        'else case "$dir" in *.gguf) [ -f "$dir" ] && gguf "$dir";; esac; fi; done\n'
+        + f'for dir in {_words(wanted)}; do [ -e "$dir" ] || mark missing "$dir"; done\n'
         + _commands(apply_facts(compose_dir))
         + "mark end\n"
     )

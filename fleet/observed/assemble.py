@@ -16,8 +16,10 @@ from fleet.engines import read_process
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
+from fleet.facts.gguf import parse_gguf_base64
 from fleet.facts.journal import last_applied, unfinished
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
+from fleet.facts.meminfo import parse_meminfo
 from fleet.facts.model_config import parse_model_config
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nvidia_smi_table
 from fleet.facts.provenance import parse_provenance
@@ -59,6 +61,7 @@ def assemble_host(name: str, output: str) -> ObservedHost:
     )
     written = parse_compose_services(sections[Section.COMPOSE].get("", ""))
     seats = tuple(_with_definition(s, written) for s in seats)
+    memory = parse_meminfo(sections[Section.MEMINFO].get("", ""))
     steps = unfinished(sections[Section.JOURNAL].get(""))
     applied = last_applied(sections[Section.JOURNAL].get(""))
     return ObservedHost(
@@ -74,6 +77,8 @@ def assemble_host(name: str, output: str) -> ObservedHost:
         seats=seats,
         models=_models(sections),
         missing_paths=tuple(sorted(sections[Section.MISSING])),
+        memory_total_mib=memory.total_mib,
+        memory_available_mib=memory.available_mib,
     )
 
 
@@ -201,4 +206,24 @@ def _models(sections: Sections) -> dict[str, ModelInfo]:
             lineage=lineage,
             config_error=None if config is not None else "no config.json",
         )
+    for path, body in sorted(sections[Section.GGUF].items()):
+        models[path] = _gguf_model(path, body)
     return models
+
+
+def _gguf_model(path: str, body: str) -> ModelInfo:
+    """A GGUF file's facts: its size (first line) and its header (the base64 rest)."""
+    size, _, head = body.partition("\n")
+    facts = parse_gguf_base64(head)
+    return ModelInfo(
+        path=path,
+        size_bytes=int(size) if size.strip().isdigit() else None,
+        architecture=facts.architecture,
+        model_type=facts.architecture,
+        num_layers=facts.block_count,
+        num_experts=facts.expert_count,
+        quantization=facts.file_type,
+        max_position_embeddings=facts.context_length,
+        kv_bytes_per_token=facts.kv_bytes_per_token,
+        config_error=None if facts.architecture else "no GGUF header read",
+    )

@@ -135,6 +135,8 @@ class ObservedHost(CoreModel):
     missing_paths: tuple[str, ...] = ()
     lock: str | None = Field(None, description="who holds the apply lock, if anyone")
     interrupted: tuple[str, ...] = Field((), description="steps of an unfinished apply")
+    memory_total_mib: int | None = Field(None, description="RAM, from /proc/meminfo")
+    memory_available_mib: int | None = Field(None, description="RAM available for new work")
     applied_commit: str | None = Field(None, description="desired/ commit of the last apply")
     applied_at: str | None = Field(None, description="when that apply finished")
 

@@ -257,3 +257,37 @@ def test_a_managed_seat_carries_its_service_from_the_hosts_compose_file(corpus: 
     seats = {s.name: s for s in assemble_host("rig", output).seats}
     assert seats["coder"].definition == {"environment": {"MODE": "a"}}
     assert seats["jupyter"].definition is None  # not fleet's: its compose file is not ours
+
+
+def test_gguf_models_and_host_memory_are_read(tmp_path: Path) -> None:
+    import base64
+
+    import gguf
+    import numpy as np
+
+    path = tmp_path / "m.gguf"
+    writer = gguf.GGUFWriter(str(path), "llama")
+    writer.add_block_count(32)
+    writer.add_context_length(8192)
+    writer.add_file_type(15)
+    writer.add_tensor("t", np.zeros((2, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    head = base64.b64encode(path.read_bytes()).decode()
+    output = (
+        "@@FLEET gpus-rc 127\n@@FLEET docker-rc 0\n"
+        "@@FLEET meminfo\nMemTotal:       65536000 kB\nMemFree:  1 kB\n"
+        "MemAvailable:   61440000 kB\n"
+        f"@@FLEET gguf /models/m.gguf\n{path.stat().st_size}\n{head}\n@@FLEET end\n"
+    )
+    host = assemble_host("apu", output)
+    assert (host.memory_total_mib, host.memory_available_mib) == (64000, 60000)
+    model = host.models["/models/m.gguf"]
+    assert (model.architecture, model.num_layers, model.max_position_embeddings) == (
+        "llama",
+        32,
+        8192,
+    )
+    assert (model.quantization, model.size_bytes) == ("Q4_K_M", path.stat().st_size)
