@@ -11,8 +11,10 @@ from __future__ import annotations
 from pydantic import Field
 
 from fleet.base import CoreModel
+from fleet.observed.bench import BenchRecord
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
+from fleet.report.measured import MeasuredRow, measured_rows
 from fleet.spec.models import DesiredFleet
 
 Routes = dict[tuple[str, int | None], list[str]]  # (address, port) -> aliases routed there
@@ -87,10 +89,13 @@ class Inventory(CoreModel):
     hosts: tuple[HostSection, ...] = ()
     aliases: tuple[AliasRow, ...] = ()
     findings: tuple[Finding, ...] = Field(())
+    measured: tuple[MeasuredRow, ...] = ()
 
 
-def build_inventory(desired: DesiredFleet, observation: Observation) -> Inventory:
-    """The inventory of the observed fleet, sorted throughout."""
+def build_inventory(
+    desired: DesiredFleet, observation: Observation, bench: BenchRecord | None = None
+) -> Inventory:
+    """The inventory of the observed fleet (and its bench record), sorted throughout."""
     routes = _routes(desired, observation)
     hosts = tuple(
         _host_section(observation.hosts[name], routes, _addresses(desired, name))
@@ -103,6 +108,7 @@ def build_inventory(desired: DesiredFleet, observation: Observation) -> Inventor
         hosts=hosts,
         aliases=_alias_rows(desired, observation),
         findings=tuple(find_issues(desired, observation)),
+        measured=measured_rows(observation, bench),
     )
 
 

@@ -11,6 +11,7 @@ import difflib
 import json
 
 from fleet.report.inventory import GpuRow, HostSection, Inventory, SeatRow
+from fleet.report.measured import measured_lines
 
 TIMESTAMP_PREFIX = "Generated at: "
 BAR_CELLS = 40
@@ -69,6 +70,7 @@ def render_markdown(inventory: Inventory) -> str:
     for host in inventory.hosts:
         lines += _host(host)
     lines += _aliases(inventory)
+    lines += measured_lines(inventory.measured)
     lines += _findings(inventory)
     return "\n".join(lines).rstrip("\n") + "\n"
 

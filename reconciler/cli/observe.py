@@ -52,14 +52,13 @@ def inventory(
     ] = False,
 ) -> None:
     """Observe the live fleet read-only and print the inventory (Markdown, or --json)."""
-    from fleet.report.inventory import build_inventory
     from fleet.report.inventory_text import render_json, render_markdown
     from reconciler.workflows.plans import write_inventory
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
     observation = observe(output, repo)
-    document = build_inventory(repo.desired, observation)
+    document = repo.inventory(observation)
     if write:
         for path in write_inventory(repo, document):
             output.line(f"wrote {path}")
@@ -77,7 +76,6 @@ def check(
 ) -> None:
     """Compare the committed inventory with the live fleet: 0 agree, 2 drift, 1 error."""
     from fleet.errors import FleetError
-    from fleet.report.inventory import build_inventory
     from fleet.report.inventory_text import inventory_diff, render_markdown
     from fleet.report.plan_text import live_line
     from reconciler.adapters.git import read_committed
@@ -111,7 +109,7 @@ def check(
         for line in drift.summary:
             output.line(f"  {line}")
         if diff:
-            live = render_markdown(build_inventory(repo.desired, observation))
+            live = render_markdown(repo.inventory(observation))
             output.raw("".join(inventory_diff(committed, live, name=str(path))))
         output.note(f"drift: the live fleet differs from {path}", style="yellow")
     raise typer.Exit(2 if drift.found else 0)

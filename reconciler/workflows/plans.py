@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.errors import FleetError, PlanError
+from fleet.observed.bench import BenchRecord, BenchResult, read_record, render_record
 from fleet.observed.models import Observation
 from fleet.plan.fingerprint import fingerprint, moved
 from fleet.plan.plan import Plan, make_plan
@@ -45,6 +46,20 @@ class FleetRepo:
     def inventory_path(self) -> Path:
         """The Markdown inventory; its JSON sits beside it."""
         return self.repo_root / self.desired.settings.inventory.path
+
+    @property
+    def bench_path(self) -> Path:
+        """The bench record, beside the inventory."""
+        return self.inventory_path.with_name("BENCH.json")
+
+    def bench_record(self) -> BenchRecord:
+        """The bench results kept in the repository (none if there is no record yet)."""
+        path = self.bench_path
+        return read_record(path.read_text() if path.is_file() else None)
+
+    def inventory(self, observation: Observation) -> Inventory:
+        """The inventory of the observed fleet, with the repository's bench record."""
+        return build_inventory(self.desired, observation, self.bench_record())
 
 
 def build_plan(
@@ -92,7 +107,7 @@ def find_drift(repo: FleetRepo, observation: Observation, *, worktree: bool = Fa
     committed = _committed_text(repo.inventory_path, worktree)
     if committed is None:
         return Drift()
-    inventory = build_inventory(repo.desired, observation)
+    inventory = repo.inventory(observation)
     delta = inventory_diff(committed, render_markdown(inventory), context=0)
     diff = tuple(
         line.rstrip("\n") for line in delta if line[:1] in "+-" and line[:3] not in ("+++", "---")
@@ -168,7 +183,7 @@ def commit_inventory(
 ) -> str:
     """Observe, write the inventory, commit exactly its two files; what happened, in a line."""
     observation = observe_fleet(repo.desired, sessions)
-    paths = write_inventory(repo, build_inventory(repo.desired, observation))
+    paths = write_inventory(repo, repo.inventory(observation))
     if open_repo(repo.repo_root) is None:
         return f"wrote {paths[0]} (not a Git repository: nothing committed)"
     message = (
@@ -178,3 +193,18 @@ def commit_inventory(
     sha = commit_files(paths, message, push=push)
     pushed = " and pushed" if push else ""
     return f"committed {paths[0].name} and {paths[1].name} as {sha[:12]}{pushed}"
+
+
+def record_bench(repo: FleetRepo, sessions: Sessions, results: list[BenchResult]) -> str:
+    """Append the results to BENCH.json, regenerate the inventory, commit exactly those."""
+    record = repo.bench_record()
+    record = record.model_copy(update={"results": (*record.results, *results)})
+    repo.bench_path.parent.mkdir(parents=True, exist_ok=True)
+    repo.bench_path.write_text(render_record(record))
+    observation = observe_fleet(repo.desired, sessions)
+    paths = [repo.bench_path, *write_inventory(repo, repo.inventory(observation))]
+    if open_repo(repo.repo_root) is None:
+        return f"wrote {repo.bench_path} (not a Git repository: nothing committed)"
+    seats = ", ".join(r.seat for r in results)
+    sha = commit_files(paths, f"fleet bench: {len(results)} seat(s) measured\n\n{seats}\n")
+    return f"committed {', '.join(p.name for p in paths)} as {sha[:12]}"
