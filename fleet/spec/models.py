@@ -53,6 +53,29 @@ class SshSettings(CoreModel):
     )
 
 
+class DenyWindow(CoreModel):
+    """A time the reconcile loop changes nothing (UTC): `{days: [sat, sun], start: "00:00",
+    end: "23:59"}`; `end` before `start` runs past midnight."""
+
+    days: tuple[Literal["mon", "tue", "wed", "thu", "fri", "sat", "sun"], ...] = Field(
+        ("mon", "tue", "wed", "thu", "fri", "sat", "sun"), description="Days it applies on."
+    )
+    start: str = Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, UTC.")
+    end: str = Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, UTC.")
+
+
+class ReconcileSettings(CoreModel):
+    """How `fleet reconcile` behaves (the GitOps loop)."""
+
+    suspend: bool = Field(False, description="Observe and report, change nothing.")
+    deny_windows: tuple[DenyWindow, ...] = Field((), description="Times it changes nothing.")
+    webhook_url: str | None = Field(None, description="A ${ENV_VAR} URL for JSON events.")
+    stuck_after: int = Field(
+        120, ge=10, description="Seconds with requests but no token before a restart."
+    )
+    retries: int = Field(3, ge=0, description="Apply retries of a failing commit.")
+
+
 class FleetSettings(CoreModel):
     """desired/fleet.yaml: fleet-wide defaults."""
 
@@ -64,6 +87,7 @@ class FleetSettings(CoreModel):
     compose: ComposeSettings = ComposeSettings()
     images: ImagePolicy = ImagePolicy()
     ssh: SshSettings = SshSettings()
+    reconcile: ReconcileSettings = ReconcileSettings()
 
 
 class HostSsh(CoreModel):
