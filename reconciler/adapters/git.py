@@ -92,3 +92,30 @@ def _relative(repo: git.Repo, path: Path) -> str:
         return path.resolve().relative_to(root).as_posix()
     except ValueError as err:
         raise GitError(f"{path} is outside the repository at {root}") from err
+
+
+def sync_upstream(path: Path) -> tuple[str, str]:
+    """Fetch the branch's upstream and fast-forward to it, never merging or discarding
+    local work: (state, detail) with state `up-to-date`, `fast-forwarded`, `dirty`,
+    `diverged`, `ahead` or `no-upstream`."""
+    repo = open_repo(path)
+    if repo is None or repo.head.is_detached:
+        return "no-upstream", "not on a branch of a Git repository"
+    tracking = repo.active_branch.tracking_branch()
+    if tracking is None:
+        return "no-upstream", f"{repo.active_branch.name} tracks no upstream"
+    try:
+        repo.remote(tracking.remote_name).fetch()
+        head, upstream = repo.head.commit, tracking.commit
+        if head == upstream:
+            return "up-to-date", head.hexsha
+        if repo.is_dirty(untracked_files=False):
+            return "dirty", "the clone has local changes: not fast-forwarding"
+        if repo.is_ancestor(head, upstream):
+            repo.git.merge("--ff-only", tracking.name)
+            return "fast-forwarded", f"{head.hexsha[:12]} -> {upstream.hexsha[:12]}"
+        if repo.is_ancestor(upstream, head):
+            return "ahead", "local commits not yet pushed"
+        return "diverged", "the clone and its upstream diverged: not merging"
+    except (git.GitCommandError, ValueError, OSError) as err:
+        raise GitError(f"fetching the upstream failed: {err}") from err

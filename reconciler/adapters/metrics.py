@@ -1,0 +1,190 @@
+"""The reconcile loop's Prometheus metrics (prometheus_client) and its HTTP endpoint.
+
+`FleetMetrics` holds one registry; the loop sets it after each cycle from the plan, the
+observation, the engines' load and the bench record. `serve` answers `/metrics` and
+`/healthz` (200 while the loop has beaten its heart within three intervals) on the
+`--listen` address, in a daemon thread.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from fleet.errors import FleetError
+from fleet.facts.engine_metrics import EngineLoad
+from fleet.observed.bench import BenchRecord, latest
+from fleet.observed.models import Observation
+from fleet.plan.plan import Plan
+
+
+class FleetMetrics:
+    """Every metric the loop exports."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry()
+        r = self.registry
+        self.info = Gauge(
+            "fleet_info", "desired/ and live commits", ["desired_commit", "live_commit"], registry=r
+        )
+        self.seat_up = Gauge(
+            "fleet_seat_up", "1 when the seat's container runs", ["seat", "host"], registry=r
+        )
+        self.in_sync = Gauge(
+            "fleet_seat_in_sync", "1 when plan has nothing to do for the seat", ["seat"], registry=r
+        )
+        self.kv_tokens = Gauge(
+            "fleet_seat_kv_tokens", "KV-cache tokens its log reports", ["seat"], registry=r
+        )
+        self.concurrency = Gauge(
+            "fleet_seat_concurrency_ratio", "KV tokens / context", ["seat"], registry=r
+        )
+        self.band_min = Gauge(
+            "fleet_seat_concurrency_band_min", "the seat's band, low end", ["seat"], registry=r
+        )
+        self.band_max = Gauge(
+            "fleet_seat_concurrency_band_max", "the seat's band, high end", ["seat"], registry=r
+        )
+        self.running = Gauge(
+            "fleet_seat_requests_running", "requests the engine runs", ["seat"], registry=r
+        )
+        self.waiting = Gauge(
+            "fleet_seat_requests_waiting", "requests the engine queues", ["seat"], registry=r
+        )
+        self.alias_up = Gauge(
+            "fleet_alias_up", "1 when the alias's backend answers", ["alias"], registry=r
+        )
+        self.drift = Gauge("fleet_drift", "pending changes by kind", ["kind"], registry=r)
+        self.findings = Gauge("fleet_findings", "findings by severity", ["severity"], registry=r)
+        self.duration = Gauge(
+            "fleet_reconcile_duration_seconds", "the last cycle's duration", registry=r
+        )
+        self.last_success = Gauge(
+            "fleet_reconcile_last_success_timestamp_seconds",
+            "when a cycle last succeeded",
+            registry=r,
+        )
+        self.applies = Counter("fleet_apply", "applies by result", ["result"], registry=r)
+        self.heals = Counter("fleet_heal", "seats healed by reason", ["seat", "reason"], registry=r)
+        self.bench_decode = Gauge(
+            "fleet_bench_decode_tokens_per_second",
+            "the newest measured decode median",
+            ["seat"],
+            registry=r,
+        )
+        self.bench_ratio = Gauge(
+            "fleet_bench_baseline_ratio",
+            "the newest measurement / its baseline",
+            ["seat"],
+            registry=r,
+        )
+        self.heartbeat = time.time()
+
+    def record_cycle(
+        self,
+        plan: Plan,
+        observation: Observation,
+        bands: dict[str, tuple[float, float]],
+        loads: dict[str, EngineLoad],
+        bench: BenchRecord,
+    ) -> None:
+        """Set every gauge from one cycle's facts."""
+        for gauge in (
+            self.info,
+            self.seat_up,
+            self.in_sync,
+            self.kv_tokens,
+            self.concurrency,
+            self.band_min,
+            self.band_max,
+            self.running,
+            self.waiting,
+            self.alias_up,
+            self.drift,
+            self.findings,
+            self.bench_decode,
+            self.bench_ratio,
+        ):
+            gauge.clear()
+        self.info.labels(plan.desired_commit or "", observation.live_commit or "").set(1)
+        changing = {a.target for a in plan.actions}
+        for host in observation.hosts.values():
+            for seat in (s for s in host.seats if s.managed or s.name in bands):
+                self.seat_up.labels(seat.name, host.name).set(1 if seat.container.running else 0)
+                self.in_sync.labels(seat.name).set(0 if seat.name in changing else 1)
+                tokens = seat.engine.kv_cache_tokens if seat.engine else None
+                if tokens:
+                    self.kv_tokens.labels(seat.name).set(tokens)
+                if seat.concurrency is not None:
+                    self.concurrency.labels(seat.name).set(seat.concurrency)
+        for name, (low, high) in bands.items():
+            self.band_min.labels(name).set(low)
+            self.band_max.labels(name).set(high)
+            if not observation.seat(name):
+                self.seat_up.labels(name, "").set(0)
+                self.in_sync.labels(name).set(0)
+        for name, load in loads.items():
+            self.running.labels(name).set(load.running or 0)
+            self.waiting.labels(name).set(load.waiting or 0)
+        self._gateway(observation)
+        for action in plan.actions:
+            self.drift.labels(action.kind.value).inc()
+        self.drift.labels("inventory").set(len(plan.drift))
+        for finding in plan.findings:
+            self.findings.labels(finding.severity.value).inc()
+        for name, result in latest(bench).items():
+            if result.decode_tok_s:
+                self.bench_decode.labels(name).set(result.decode_tok_s.median)
+            if result.baseline_ratio is not None:
+                self.bench_ratio.labels(name).set(result.baseline_ratio)
+
+    def _gateway(self, observation: Observation) -> None:
+        gateway = observation.gateway
+        if gateway is None or gateway.config is None:
+            return
+        for entry in gateway.config.entries:
+            probe = gateway.probes.get(entry.api_base or "")
+            if probe is not None:
+                self.alias_up.labels(entry.alias).set(1 if probe.answers else 0)
+
+    def text(self) -> bytes:
+        """The exposition text."""
+        return generate_latest(self.registry)
+
+
+def serve(metrics: FleetMetrics, listen: str, interval: float) -> ThreadingHTTPServer:
+    """Answer /metrics and /healthz on `listen` (host:port) in a daemon thread."""
+    host, _, port = listen.rpartition(":")
+    if not host or not port.isdigit():
+        raise FleetError(f"--listen takes HOST:PORT, not {listen!r}")
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path.startswith("/metrics"):
+                self._send(200, metrics.text(), CONTENT_TYPE_LATEST)
+            elif self.path.startswith("/healthz"):
+                alive = time.time() - metrics.heartbeat < 3 * max(interval, 10)
+                self._send(200 if alive else 503, b"ok\n" if alive else b"stale\n", "text/plain")
+            else:
+                self._send(404, b"not found\n", "text/plain")
+
+        def _send(self, code: int, body: bytes, ctype: str) -> None:
+            self.send_response(code)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, format: str, *args: object) -> None:
+            return
+
+    try:
+        server = ThreadingHTTPServer((host.strip("[]"), int(port)), Handler)
+    except OSError as err:
+        raise FleetError(f"cannot listen on {listen}: {err}") from err
+    threading.Thread(target=server.serve_forever, daemon=True, name="metrics").start()
+    return server

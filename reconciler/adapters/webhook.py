@@ -1,0 +1,88 @@
+"""Notifications: a JSON POST per event to the webhook fleet.yaml names, off the loop.
+
+Events are queued and sent by a daemon thread, each retried a few times with a pause;
+a full queue drops the newest event rather than wait, so a slow or dead receiver never
+blocks the reconcile loop. The URL comes from the environment (`${ENV_VAR}`) and never
+reaches any output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+from typing import Any
+
+from fleet.errors import FleetError
+
+_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
+RETRIES, PAUSE, TIMEOUT = 3, 2.0, 5.0
+
+
+def webhook_url(setting: str | None) -> str | None:
+    """The URL a `${ENV_VAR}` setting names; FleetError if the variable is unset."""
+    if not setting:
+        return None
+    match = _REFERENCE.match(setting.strip())
+    if match is None:
+        raise FleetError("reconcile.webhook_url must be a ${ENV_VAR} reference")
+    value = os.environ.get(match.group(1))
+    if not value:
+        raise FleetError(f"environment variable {match.group(1)} (the webhook URL) is not set")
+    return value
+
+
+class Notifier:
+    """Sends events in the background; `send` never blocks."""
+
+    def __init__(self, url: str | None) -> None:
+        self.url = url
+        self.sent: list[dict[str, Any]] = []
+        self.failed = 0
+        self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=100)
+        if url:
+            threading.Thread(target=self._work, daemon=True, name="webhook").start()
+
+    def send(self, event: dict[str, Any]) -> None:
+        """Queue one event (dropped if the queue is full or there is no webhook)."""
+        if self.url:
+            try:
+                self._queue.put_nowait(event)
+            except queue.Full:
+                self.failed += 1
+
+    def drain(self, timeout: float = 10.0) -> None:
+        """Wait (bounded) until queued events are sent, e.g. before the process exits."""
+        deadline = time.monotonic() + timeout
+        while self.url and not self._queue.empty() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    def _work(self) -> None:
+        while True:
+            event = self._queue.get()
+            if self._post(event):
+                self.sent.append(event)
+            else:
+                self.failed += 1
+            self._queue.task_done()
+
+    def _post(self, event: dict[str, Any]) -> bool:
+        assert self.url is not None
+        body = json.dumps(event, sort_keys=True).encode()
+        for attempt in range(RETRIES):
+            request = urllib.request.Request(
+                self.url, data=body, method="POST", headers={"Content-Type": "application/json"}
+            )
+            try:
+                with urllib.request.urlopen(request, timeout=TIMEOUT) as reply:
+                    if 200 <= reply.status < 300:
+                        return True
+            except (urllib.error.URLError, OSError):
+                pass
+            time.sleep(PAUSE * (attempt + 1))
+        return False

@@ -1,0 +1,244 @@
+"""`fleet reconcile`: the GitOps loop. Each cycle pulls, observes, plans, and acts as told.
+
+A cycle fast-forwards the clone to its upstream (never merging or discarding local work),
+loads desired/, observes and plans (the same workflows as `fleet plan`), runs the
+watchdog, then decides (`fleet.plan.reconcile.decide`): apply a new commit
+(`--auto-apply`), restore drift (`--self-heal`), back off after a failure, or only
+report. Apply is `fleet apply`'s: locks, health gates, rollback, the inventory commit,
+pushed. Every event is one log line and, with a webhook, a JSON POST; metrics are set
+after each cycle. A stop request (SIGTERM) is honoured between steps, so an apply in
+progress finishes, and its locks are released, before the loop exits.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from fleet.errors import ApplyError, FleetError
+from fleet.facts.engine_metrics import EngineLoad, parse_engine_metrics
+from fleet.plan.plan import Plan
+from fleet.plan.reconcile import Attempts, LoadSample, Move, decide, stuck
+from reconciler.adapters.connections import Connections
+from reconciler.adapters.git import head_commit, sync_upstream
+from reconciler.adapters.http import request_via
+from reconciler.adapters.metrics import FleetMetrics
+from reconciler.adapters.webhook import Notifier, webhook_url
+from reconciler.workflows.apply import ApplyOptions, apply_plan
+from reconciler.workflows.desired import require_valid
+from reconciler.workflows.plans import FleetRepo, build_plan, commit_inventory
+from reconciler.workflows.seats import seat_address
+
+HOLDING = ("dirty", "diverged")
+
+
+class Events(Protocol):
+    """Where the loop says what happened: one structured event at a time."""
+
+    def emit(self, event: str, **fields: Any) -> None: ...
+
+
+@dataclass(frozen=True)
+class LoopOptions:
+    """What the loop may do."""
+
+    interval: float = 60.0
+    auto_apply: bool = False
+    self_heal: bool = False
+    prune: bool = False
+    watchdog: bool = True
+    seat_timeout: float = 900.0
+
+
+@dataclass
+class Reconciler:
+    """The loop's state between cycles: failed attempts, load samples, restarts."""
+
+    desired_dir: Path
+    options: LoopOptions
+    events: Events
+    metrics: FleetMetrics = field(default_factory=FleetMetrics)
+    stop: threading.Event = field(default_factory=threading.Event)
+    attempts: Attempts | None = None
+    samples: dict[str, list[LoadSample]] = field(default_factory=dict)
+    restarted: dict[str, float] = field(default_factory=dict)
+    notifier: Notifier | None = None
+    push: bool = True
+
+    def run(self) -> None:
+        """Cycle every interval until asked to stop."""
+        while not self.stop.is_set():
+            self.cycle()
+            self.stop.wait(self.options.interval)
+
+    def cycle(self) -> int:
+        """One cycle; plan's exit code (0 in sync, 2 pending, 1 error)."""
+        started = time.monotonic()
+        try:
+            code = self._cycle()
+        except FleetError as err:
+            self.events.emit("error", message=str(err))
+            code = 1
+        self.metrics.duration.set(time.monotonic() - started)
+        self.metrics.heartbeat = time.time()
+        if code != 1:
+            self.metrics.last_success.set(time.time())
+        return code
+
+    def _cycle(self) -> int:
+        state, detail = sync_upstream(self.desired_dir)
+        self.events.emit("sync", state=state, detail=detail)
+        hold = detail if state in HOLDING else None
+        if (head_commit(self.desired_dir) or "").endswith("+dirty"):
+            hold = "desired/ has uncommitted changes: only observing"
+        self.push = state not in ("no-upstream",)
+        fleet, _ = require_valid(self.desired_dir)
+        repo = FleetRepo(root=self.desired_dir, desired=fleet, warnings=[])
+        if self.notifier is None:
+            self.notifier = Notifier(webhook_url(fleet.settings.reconcile.webhook_url))
+        with Connections(fleet) as sessions:
+            plan, observation = build_plan(repo, sessions, prune=self.options.prune)
+            loads = self._loads(repo, sessions, observation)
+            bands = {
+                n: (b.min, b.max)
+                for n, s in fleet.seats.items()
+                for b in [s.band(fleet.settings.concurrency_band)]
+            }
+            self.metrics.record_cycle(plan, observation, bands, loads, repo.bench_record())
+            if self.stop.is_set():
+                return 2 if plan.actions else 0
+            self._watchdog(repo, sessions, observation, hold)
+            return self._act(repo, sessions, plan, observation.live_commit, hold)
+
+    def _act(
+        self, repo: FleetRepo, sessions: Connections, plan: Plan, live: str | None, hold: str | None
+    ) -> int:
+        commit = head_commit(self.desired_dir)
+        failed = self.attempts if self.attempts and self.attempts.commit == commit else None
+        decision = decide(
+            pending=bool(plan.actions),
+            new_commit=commit != live,
+            settings=repo.desired.settings.reconcile,
+            now=datetime.now(UTC),
+            clock=time.monotonic(),
+            hold=hold or self._blocked(plan),
+            auto_apply=self.options.auto_apply,
+            self_heal=self.options.self_heal,
+            attempts=failed,
+        )
+        self.events.emit(
+            "plan",
+            move=decision.move.value,
+            reason=decision.reason,
+            summary=plan.summary(),
+            desired_commit=commit,
+            live_commit=live,
+        )
+        if decision.move in (Move.APPLY, Move.HEAL):
+            return self._apply(repo, sessions, plan, commit, decision.move)
+        if decision.move is Move.GIVE_UP:
+            self._notify("apply-given-up", reason=decision.reason)
+        if plan.actions:
+            self._notify("drift", summary=plan.summary(), move=decision.move.value)
+        return 1 if plan.blockers else 2 if plan.actions else 0
+
+    def _blocked(self, plan: Plan) -> str | None:
+        if not plan.blockers:
+            return None
+        return "blockers: " + "; ".join(f"{b.target}: {b.message}" for b in plan.blockers)
+
+    def _apply(
+        self, repo: FleetRepo, sessions: Connections, plan: Plan, commit: str | None, move: Move
+    ) -> int:
+        options = ApplyOptions(seat_timeout=self.options.seat_timeout)
+        try:
+            done = apply_plan(repo.desired, sessions, plan, options, _Steps(self.events))
+        except ApplyError as err:
+            failures = (self.attempts.failures if self.attempts else 0) + 1
+            self.attempts = Attempts(commit or "", failures, time.monotonic())
+            self.metrics.applies.labels("rolled-back").inc()
+            self.events.emit("apply-failed", cause=str(err), failures=failures, commit=commit)
+            self._notify("apply-rolled-back", cause=str(err), commit=commit)
+            return 1
+        self.attempts = None
+        self.metrics.applies.labels("succeeded").inc()
+        if move is Move.HEAL:
+            for action in plan.actions:
+                self.metrics.heals.labels(action.target, "drift").inc()
+        message = commit_inventory(repo, sessions, done, push=self.push, applied=commit)
+        self.events.emit("applied", move=move.value, done=done, commit=commit, git=message)
+        self._notify("apply-succeeded" if move is Move.APPLY else "heal", done=done, commit=commit)
+        return 0
+
+    def _loads(
+        self, repo: FleetRepo, sessions: Connections, observation: Any
+    ) -> dict[str, EngineLoad]:
+        loads: dict[str, EngineLoad] = {}
+        for name, seat in repo.desired.seats.items():
+            found = observation.seat(name)
+            if found is None or not found[1].container.running:
+                continue
+            host = repo.desired.hosts[seat.host]
+            try:
+                reply = request_via(
+                    sessions.get(seat.host),
+                    seat_address(host),
+                    seat.port,
+                    "GET",
+                    "/metrics",
+                    timeout=5,
+                )
+            except FleetError:
+                continue
+            loads[name] = parse_engine_metrics(reply.body)
+            seen = self.samples.setdefault(name, [])
+            seen.append(LoadSample(time.monotonic(), loads[name]))
+            del seen[:-50]
+        return loads
+
+    def _watchdog(
+        self, repo: FleetRepo, sessions: Connections, observation: Any, hold: str | None
+    ) -> None:
+        settings = repo.desired.settings.reconcile
+        if not self.options.watchdog or hold or settings.suspend:
+            return
+        for name, seen in self.samples.items():
+            recent = self.restarted.get(name, -1e18) > time.monotonic() - 3 * settings.stuck_after
+            found = observation.seat(name)
+            if recent or found is None or not stuck(seen, settings.stuck_after):
+                continue
+            host, live = found
+            self.events.emit(
+                "watchdog-restart",
+                seat=name,
+                host=host.name,
+                reason=f"requests but no token for {settings.stuck_after}s",
+            )
+            sessions.get(host.name).check(f"docker restart {live.container.name}", timeout=300)
+            self.restarted[name] = time.monotonic()
+            self.samples[name] = []
+            self.metrics.heals.labels(name, "stuck").inc()
+            self._notify("watchdog-restart", seat=name, host=host.name)
+
+    def _notify(self, event: str, **fields: Any) -> None:
+        if self.notifier is not None:
+            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            self.notifier.send({"event": event, "at": stamp, **fields})
+
+
+class _Steps:
+    """Apply's progress as loop events."""
+
+    def __init__(self, events: Events) -> None:
+        self.events = events
+
+    def step(self, message: str) -> None:
+        self.events.emit("apply-step", message=message)
+
+    def waiting(self, reason: str, seconds: float) -> None:
+        if int(seconds) % 10 == 0:
+            self.events.emit("apply-waiting", reason=reason, seconds=round(seconds))
