@@ -17,16 +17,26 @@ import typer
 
 from fleet.errors import FleetError, ValidationFailed
 from reconciler.cli import apply as cli_apply
+from reconciler.cli import bench as cli_bench
 from reconciler.cli import importer as cli_importer
 from reconciler.cli import observe as cli_observe
 from reconciler.cli import plan as cli_plan
+from reconciler.cli import reconcile as cli_reconcile
 from reconciler.cli import spec as cli_spec
 from reconciler.cli.app import app
 from reconciler.cli.explain import explain_app
 from reconciler.cli.output import Output
 
 app.add_typer(explain_app, name="explain", help="Show the facts fleet reads off a log or model.")
-COMMAND_MODULES = (cli_spec, cli_observe, cli_plan, cli_apply, cli_importer)
+COMMAND_MODULES = (
+    cli_spec,
+    cli_observe,
+    cli_plan,
+    cli_apply,
+    cli_importer,
+    cli_bench,
+    cli_reconcile,
+)
 USAGE_ERRORS: tuple[type[Exception], ...] = (click.ClickException, typer.TyperException)
 
 
