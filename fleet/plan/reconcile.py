@@ -70,9 +70,9 @@ def _minutes(text: str) -> int:
     return int(hours) * 60 + int(minutes)
 
 
-def backoff(failures: int) -> float:
-    """Seconds to wait after the n-th failure: 30 s, 60 s, 120 s, ... at most 30 min."""
-    return float(min(BACKOFF_BASE * 2.0 ** max(failures - 1, 0), BACKOFF_CAP))
+def backoff(failures: int, base: float = BACKOFF_BASE) -> float:
+    """Seconds to wait after the n-th failure: base, twice it, four times, ... at most 30 min."""
+    return float(min(base * 2.0 ** max(failures - 1, 0), BACKOFF_CAP))
 
 
 def decide(
@@ -97,8 +97,9 @@ def decide(
         return Decision(Move.OBSERVE_ONLY, f"changes pending, not made: {stop}")
     if attempts is not None and attempts.failures > settings.retries:
         return Decision(Move.GIVE_UP, f"{attempts.commit[:12]} failed {attempts.failures} times")
-    if attempts is not None and clock < attempts.last_failure + backoff(attempts.failures):
-        wait = attempts.last_failure + backoff(attempts.failures) - clock
+    pause = backoff(attempts.failures, settings.backoff) if attempts is not None else 0.0
+    if attempts is not None and clock < attempts.last_failure + pause:
+        wait = attempts.last_failure + pause - clock
         return Decision(Move.WAIT, f"retrying {attempts.commit[:12]} in {wait:.0f}s")
     if new_commit and auto_apply:
         return Decision(Move.APPLY, "desired/ moved to a new commit")

@@ -74,6 +74,9 @@ class ReconcileSettings(CoreModel):
         120, ge=10, description="Seconds with requests but no token before a restart."
     )
     retries: int = Field(3, ge=0, description="Apply retries of a failing commit.")
+    backoff: float = Field(
+        30.0, ge=1, description="Seconds before the first retry; doubled each time, 30 min at most."
+    )
 
 
 class FleetSettings(CoreModel):
