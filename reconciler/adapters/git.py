@@ -119,3 +119,16 @@ def sync_upstream(path: Path) -> tuple[str, str]:
         return "diverged", "the clone and its upstream diverged: not merging"
     except (git.GitCommandError, ValueError, OSError) as err:
         raise GitError(f"fetching the upstream failed: {err}") from err
+
+
+def changed_since(path: Path, commit: str | None) -> bool:
+    """True when desired/ (`path`) at HEAD differs from desired/ at `commit` (or `commit`
+    is unknown here): a new revision to apply, not just a new inventory commit."""
+    repo = open_repo(path)
+    if repo is None or not commit or not repo.head.is_valid():
+        return True
+    sha = commit.partition("+")[0]
+    try:
+        return bool(repo.git.diff("--name-only", sha, "HEAD", "--", _relative(repo, path)))
+    except git.GitCommandError:
+        return True

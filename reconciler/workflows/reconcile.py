@@ -24,7 +24,7 @@ from fleet.facts.engine_metrics import EngineLoad, parse_engine_metrics
 from fleet.plan.plan import Plan
 from fleet.plan.reconcile import Attempts, LoadSample, Move, decide, stuck
 from reconciler.adapters.connections import Connections
-from reconciler.adapters.git import head_commit, sync_upstream
+from reconciler.adapters.git import changed_since, head_commit, sync_upstream
 from reconciler.adapters.http import request_via
 from reconciler.adapters.metrics import FleetMetrics
 from reconciler.adapters.webhook import Notifier, webhook_url
@@ -121,7 +121,7 @@ class Reconciler:
         failed = self.attempts if self.attempts and self.attempts.commit == commit else None
         decision = decide(
             pending=bool(plan.actions),
-            new_commit=commit != live,
+            new_commit=changed_since(self.desired_dir, live),
             settings=repo.desired.settings.reconcile,
             now=datetime.now(UTC),
             clock=time.monotonic(),

@@ -1,0 +1,246 @@
+"""`fleet reconcile` against the lab, the fleet repository behind a bare remote.
+
+One-shot cycles (--once) for what a cycle decides; then the loop as a service: a commit
+pushed to the remote is applied within two intervals, a failing commit is rolled back
+and retried with backoff then left, SIGTERM leaves no lock, the metrics show each state,
+and a real Prometheus server (Debian's package) scrapes the loop and fires an alert rule
+on a stopped seat.
+"""
+
+from __future__ import annotations
+
+import json
+import select
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import git
+import pytest
+
+from tests.integration.helpers import FleetRepo, make_repo
+from tests.lab.lab import Lab
+
+pytestmark = pytest.mark.lab
+RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "fleet-rules.yml"
+FAST = "reconcile: {backoff: 2, retries: 1}\n"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture
+def remote_repo(clean_lab: Lab, tmp_path: Path) -> FleetRepo:
+    """The coder seat's fleet repository, its branch tracking a bare remote."""
+    repo = make_repo(tmp_path, clean_lab, seats=("coder",))
+    fleet_yaml = repo.desired / "fleet.yaml"
+    fleet_yaml.write_text(fleet_yaml.read_text() + FAST)
+    repo.commit("reconcile quickly in tests")
+    git.Repo.init(tmp_path / "remote.git", bare=True)
+    clone = git.Repo(repo.root)
+    clone.create_remote("origin", str(tmp_path / "remote.git")).push("HEAD:refs/heads/main")
+    clone.git.branch("--set-upstream-to=origin/main")
+    return repo
+
+
+def container_id(lab: Lab, name: str) -> str:
+    return lab.docker("tower", "inspect", "-f", "{{.Id}}", name).stdout.strip()
+
+
+def state(lab: Lab, name: str) -> str:
+    return lab.docker("tower", "inspect", "-f", "{{.State.Status}}", name).stdout.strip()
+
+
+def test_one_cycle_applies_reports_heals_and_holds(remote_repo: FleetRepo, tmp_path: Path) -> None:
+    repo, lab = remote_repo, remote_repo.lab
+    applied = repo.fleet("reconcile", "--once", "--auto-apply")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert state(lab, "fleet-tower-coder-1") == "running"
+    remote = git.Repo(tmp_path / "remote.git")
+    assert remote.commit("main").message.startswith("fleet apply: ")  # inventory pushed
+
+    lab.docker("tower", "stop", "-t", "0", "fleet-tower-coder-1")
+    reported = repo.fleet("reconcile", "--once", "--log-format", "json")
+    assert reported.returncode == 2
+    events = [json.loads(line) for line in reported.stdout.splitlines()]
+    (plan,) = [e for e in events if e["event"] == "plan"]
+    assert plan["move"] == "observe-only" and state(lab, "fleet-tower-coder-1") == "exited"
+
+    healed = repo.fleet("reconcile", "--once", "--self-heal")
+    assert healed.returncode == 0, healed.stdout + healed.stderr
+    assert state(lab, "fleet-tower-coder-1") == "running"
+
+    before = container_id(lab, "fleet-tower-coder-1")
+    fleet_yaml = repo.desired / "fleet.yaml"
+    fleet_yaml.write_text(fleet_yaml.read_text().replace(FAST, "reconcile: {suspend: true}\n"))
+    repo.edit("seats/coder.yaml", "context: 2048", "context: 1024", "suspended change")
+    held = repo.fleet("reconcile", "--once", "--auto-apply", "--self-heal")
+    assert held.returncode == 2 and "suspended in fleet.yaml" in held.stdout
+    assert container_id(lab, "fleet-tower-coder-1") == before
+
+
+@pytest.fixture
+def prometheus(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    """Where a Prometheus server's config goes, and its port (started by the test)."""
+    if shutil.which("prometheus") is None:
+        pytest.fail("prometheus not found: Debian's prometheus package (tests/lab/install.sh)")
+    yield tmp_path / "prometheus", free_port()
+
+
+def alerts(port: int) -> list[dict[str, object]]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/alerts", timeout=5) as reply:
+        return list(json.loads(reply.read())["data"]["alerts"])
+
+
+def wait_for(check: object, seconds: float, what: str) -> object:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        result = check()  # type: ignore[operator]
+        if result:
+            return result
+        time.sleep(0.5)
+    raise AssertionError(f"not within {seconds:.0f}s: {what}")
+
+
+def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
+    remote_repo: FleetRepo, tmp_path: Path, prometheus: tuple[Path, int]
+) -> None:
+    repo, lab = remote_repo, remote_repo.lab
+    listen = free_port()
+    loop = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "reconciler",
+            "reconcile",
+            "--interval",
+            "2",
+            "--auto-apply",
+            "--listen",
+            f"127.0.0.1:{listen}",
+            "--log-format",
+            "json",
+            "--timeout",
+            "60",
+        ],
+        cwd=repo.root,
+        env={**__import__("os").environ, **lab.env()},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    config_dir, port = prometheus
+    config_dir.mkdir()
+    rules = config_dir / "rules.yml"
+    rules.write_text(RULES.read_text().replace("for: 2m", "for: 0s"))  # fire at once in a test
+    (config_dir / "prometheus.yml").write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
+        f"rule_files: [{rules}]\n"
+        "scrape_configs:\n  - job_name: fleet\n"
+        f"    static_configs: [{{targets: ['127.0.0.1:{listen}']}}]\n"
+    )
+    server = subprocess.Popen(
+        [
+            "prometheus",
+            f"--config.file={config_dir / 'prometheus.yml'}",
+            f"--storage.tsdb.path={config_dir / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for(lambda: state(lab, "fleet-tower-coder-1") == "running", 90, "the first apply")
+        # a commit pushed to the remote from elsewhere is applied within two intervals
+        other = git.Repo.clone_from(str(tmp_path / "remote.git"), tmp_path / "elsewhere")
+        with other.config_writer() as config:
+            config.set_value("user", "name", "someone").set_value("user", "email", "s@x.invalid")
+        seat = tmp_path / "elsewhere" / "desired" / "seats" / "coder.yaml"
+        seat.write_text(seat.read_text().replace("context: 2048", "context: 1536"))
+        other.git.commit("-am", "coder: 1536")
+        other.git.push("origin", "HEAD:main")
+        first = container_id(lab, "fleet-tower-coder-1")
+        wait_for(
+            lambda: container_id(lab, "fleet-tower-coder-1") not in ("", first),
+            90,
+            "the pushed commit applied",
+        )
+        # a failing commit: rolled back, retried after the backoff, then left alone
+        seat.write_text(
+            seat.read_text().replace("port: 8030", "port: 8030\nenv: {FLEET_LAB_FAIL: crash}")
+        )
+        other.git.commit("-am", "coder: a start that fails")
+        other.git.push("origin", "HEAD:main")
+        wait_for(lambda: loop_events(loop_log(loop), "plan", move="give-up"), 150, "give up")
+        failures = loop_events(loop_log(loop), "apply-failed")
+        assert len(failures) == 2 and failures[1]["failures"] == 2
+        assert state(lab, "fleet-tower-coder-1") == "running"  # rolled back each time
+        # a seat stopped by hand: fleet_seat_up 0, and the rule fires in a real Prometheus
+        lab.docker("tower", "stop", "-t", "0", "fleet-tower-coder-1")
+        firing = wait_for(
+            lambda: [
+                a
+                for a in alerts(port)
+                if a["labels"]["alertname"] == "FleetSeatDown" and a["state"] == "firing"
+            ],  # type: ignore[index]
+            60,
+            "FleetSeatDown firing",
+        )
+        assert firing[0]["labels"]["seat"] == "coder"  # type: ignore[index]
+        with urllib.request.urlopen(f"http://127.0.0.1:{listen}/metrics", timeout=5) as reply:
+            text = reply.read().decode()
+        assert 'fleet_seat_up{host="tower",seat="coder"} 0.0' in text
+        assert 'fleet_apply_total{result="rolled-back"} 2.0' in text
+        assert 'fleet_apply_total{result="succeeded"}' in text
+        # SIGTERM while an apply runs: it finishes that step, releases the lock, exits 0
+        seat.write_text(seat.read_text().replace("\nenv: {FLEET_LAB_FAIL: crash}", ""))
+        other.git.commit("-am", "coder: start again")
+        other.git.push("origin", "HEAD:main")
+        seen = len(loop_events(loop_log(loop), "apply-step"))
+        wait_for(lambda: len(loop_events(loop_log(loop), "apply-step")) > seen, 60, "an apply")
+        loop.send_signal(signal.SIGTERM)
+        assert loop.wait(timeout=180) == 0
+        assert lab.run("tower", "test -e /srv/fleet/.fleet.lock").returncode != 0  # no lock
+        assert state(lab, "fleet-tower-coder-1") == "running"
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        if loop.poll() is None:
+            loop.kill()
+            loop.wait(timeout=30)
+
+
+LOG: dict[int, list[str]] = {}
+
+
+def loop_log(loop: subprocess.Popen[str]) -> list[str]:
+    """Lines the loop printed so far (read without blocking)."""
+    lines = LOG.setdefault(loop.pid, [])
+    assert loop.stdout is not None
+    while select.select([loop.stdout], [], [], 0)[0]:
+        line = loop.stdout.readline()
+        if not line:
+            break
+        lines.append(line)
+    return lines
+
+
+def loop_events(lines: list[str], event: str, **fields: object) -> list[dict[str, object]]:
+    found = []
+    for line in lines:
+        try:
+            item = json.loads(line)
+        except ValueError:
+            continue
+        if item.get("event") == event and all(item.get(k) == v for k, v in fields.items()):
+            found.append(item)
+    return found
