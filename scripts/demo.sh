@@ -2,8 +2,10 @@
 # The main job on the bundled example fleet, in the lab: simulated GPU hosts on loopback
 # with real sshd, Docker engines, compose and a LiteLLM proxy. It copies desired/ into a
 # scratch fleet repository (.lab/demo, its own Git repo, so apply's inventory commit lands
-# there and not in this checkout), then runs validate, plan, apply, inventory, check and
-# plan again. The lab stays up afterwards; take it down with
+# there and not in this checkout) with the example's host addresses replaced by the lab's
+# (each lab has its own slot of addresses, so it runs beside other labs on the machine),
+# then runs validate, plan, apply, inventory, check and plan again. The lab stays up
+# afterwards; take it down with
 #   .venv/bin/python -m tests.lab down
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +21,7 @@ source .lab/env
 
 demo=.lab/demo
 rm -rf "$demo" && mkdir -p "$demo" && cp -r desired "$demo/desired"
+.venv/bin/python -m tests.lab rewrite-desired "$demo/desired"
 git -C "$demo" init -q
 git -C "$demo" add desired
 git -C "$demo" -c user.name=fleet-demo -c user.email=demo@fleet.invalid commit -qm "desired fleet"

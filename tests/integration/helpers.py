@@ -102,9 +102,11 @@ def _prune_gateway(desired: Path) -> None:
 
 
 def make_repo(path: Path, lab: Lab, seats: tuple[str, ...] | None = SMALL) -> FleetRepo:
-    """A Git repository whose desired/ is the example fleet, limited to `seats`."""
+    """A Git repository whose desired/ is the example fleet, limited to `seats`, with the
+    example's host addresses replaced by the lab's."""
     root = path / "fleet-repo"
     shutil.copytree(DESIRED, root / "desired")
+    lab.rewrite_desired(root / "desired")
     if seats is not None:
         for seat_file in (root / "desired" / "seats").glob("*.yaml"):
             if seat_file.stem not in seats:

@@ -12,7 +12,6 @@ import git
 import pytest
 
 from tests.integration.helpers import FleetRepo
-from tests.lab.gateway import INITIAL_CONFIG
 from tests.lab.lab import Lab
 
 pytestmark = pytest.mark.lab
@@ -99,7 +98,8 @@ def start_by_hand(lab: Lab) -> None:
         f"  - model_name: embed\n    litellm_params:\n      model: hosted_vllm/embed\n"
         f"      api_base: http://{address}:8018/v1\n"
     )
-    lab.set_gateway_config(INITIAL_CONFIG.replace("model_list:\n", "model_list:\n" + routes, 1))
+    initial = lab.initial_gateway_config
+    lab.set_gateway_config(initial.replace("model_list:\n", "model_list:\n" + routes, 1))
 
 
 def test_import_adopt_then_take_over_one_seat(clean_lab: Lab, tmp_path: Path) -> None:

@@ -22,7 +22,6 @@ from tests.lab.state import LabState
 pytestmark = pytest.mark.lab
 
 PROJECT = "labtest"
-PROBE_POOL = ip_network("172.31.160.0/21")  # slot 20
 
 
 def ssh(
@@ -39,7 +38,7 @@ def ssh(
 def seats(lab: Lab) -> Iterator[dict[str, str]]:
     """Two stand-in seats: one on tower (device reservation), one on rig (nvidia runtime)."""
     tower = seat(
-        address="127.0.0.11",
+        address=lab.address_of("tower"),
         model="TinyLlama-1.1B-Chat-FP8",
         served="alpha",
         port=8061,
@@ -47,7 +46,7 @@ def seats(lab: Lab) -> Iterator[dict[str, str]]:
         args=["--max-model-len", "2048", "--kv-cache-memory-bytes", "1GiB"],
     )
     rig = seat(
-        address="127.0.0.12",
+        address=lab.address_of("rig"),
         model="Llama-3.1-8B-Instruct",
         served="gamma",
         port=8063,
@@ -81,10 +80,11 @@ def test_sshd_rejects_an_unknown_host_key(lab: Lab, tmp_path: Path) -> None:
 
 
 def test_known_hosts_pins_each_host_to_its_own_key(lab: Lab, tmp_path: Path) -> None:
+    tower, rig = lab.address_of("tower"), lab.address_of("rig")
     lines = lab.known_hosts.read_text().splitlines()
-    tower_key = next(ln for ln in lines if ln.startswith("[127.0.0.11]")).split(" ", 1)[1]
+    tower_key = next(ln for ln in lines if ln.startswith(f"[{tower}]")).split(" ", 1)[1]
     swapped = tmp_path / "known_hosts"
-    swapped.write_text(f"[127.0.0.12]:2222 {tower_key}\n")
+    swapped.write_text(f"[{rig}]:2222 {tower_key}\n")
     result = ssh(lab, "rig", f"UserKnownHostsFile={swapped}", "LogLevel=ERROR")
     assert result.returncode == 255
     assert "REMOTE HOST IDENTIFICATION HAS CHANGED" in result.stderr
@@ -109,7 +109,7 @@ def test_sshd_rejects_a_wrong_client_key(lab: Lab, tmp_path: Path) -> None:
         "StrictHostKeyChecking=yes",
         "-o",
         "BatchMode=yes",
-        "root@127.0.0.11",
+        f"root@{lab.address_of('tower')}",
         "true",
     ]
     result = subprocess.run(
@@ -210,7 +210,8 @@ def test_nvidia_smi_fails_like_a_missing_driver_when_switched(lab: Lab) -> None:
 
 def test_docker_sdk_reaches_a_host_over_ssh_with_the_lab_home(lab: Lab) -> None:
     script = (
-        "import docker; c = docker.DockerClient(base_url='ssh://root@127.0.0.11:2222'); "
+        "import docker; "
+        f"c = docker.DockerClient(base_url='ssh://root@{lab.address_of('tower')}:2222'); "
         "print(c.version()['ApiVersion']); c.close()"
     )
     env = {"HOME": str(lab.home), "PATH": "/usr/bin:/bin"}
@@ -227,7 +228,7 @@ def test_docker_sdk_reaches_a_host_over_ssh_with_the_lab_home(lab: Lab) -> None:
 
 
 def probe_lab(root: Path) -> Lab:
-    """A one-host lab beside the session's (own address, bridge and pool)."""
+    """A one-host lab beside the session's (own slot: address, bridge and pool)."""
     spec = HostSpec(
         "probe",
         "127.0.0.31",
@@ -239,16 +240,18 @@ def probe_lab(root: Path) -> Lab:
     return Lab(root=root, hosts=(spec,))
 
 
-def leftovers(state: LabState) -> list[str]:
+def leftovers(probe: Lab, state: LabState) -> list[str]:
     """What of a recorded lab is still on the machine."""
+    host = probe.hosts["probe"]
+    pool = ip_network(host.pool)
     found = [f"process {r.pid}" for r in state.procs if alive(r.pid)]
     found += [f"namespace process {p}" for p in pids_in_namespaces(set(state.namespaces))]
     links = json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True).stdout)
     for link in links:
         addrs = [a["local"] for a in link.get("addr_info", []) if a["family"] == "inet"]
-        if link["ifname"] == "fl-probe" or any(ip_address(a) in PROBE_POOL for a in addrs):
+        if link["ifname"] == host.bridge or any(ip_address(a) in pool for a in addrs):
             found.append(f"bridge {link['ifname']}")
-    found += [f"dir {d}" for d in ("/run/fleet-lab/probe",) if Path(d).exists()]
+    found += [f"dir {d}" for d in (host.run_dir,) if Path(d).exists()]
     return found
 
 
@@ -256,7 +259,7 @@ def test_down_leaves_nothing_behind_even_after_a_crash(tmp_path: Path, lab: Lab)
     probe = probe_lab(tmp_path / "lab")
     probe.up()
     service = seat(
-        address="127.0.0.31",
+        address=probe.address_of("probe"),
         model="stories42M-embed",
         served="probe",
         port=8071,
@@ -268,6 +271,6 @@ def test_down_leaves_nothing_behind_even_after_a_crash(tmp_path: Path, lab: Lab)
     dockerd = next(r for r in state.procs if r.role == "dockerd")
     subprocess.run(["kill", "-9", str(dockerd.pid)], check=True)  # the engine dies mid-run
     Lab(root=probe.root, hosts=tuple(h.spec for h in probe.hosts.values())).down()  # a new run
-    assert leftovers(state) == []
+    assert leftovers(probe, state) == []
     assert not (probe.hosts["probe"].root / "docker").exists()
     probe.down()  # reaps the killed children of this process

@@ -31,7 +31,7 @@ def engines(lab: Lab) -> Iterator[None]:
     """alpha: v0.18.0 with a pinned KV budget and ngram drafting; beta: a utilization
     fraction; gamma: v0.11.2 on rig through the nvidia runtime."""
     alpha = seat(
-        address="127.0.0.11",
+        address=lab.address_of("tower"),
         model="TinyLlama-1.1B-Chat-FP8",
         served="alpha",
         port=8081,
@@ -47,7 +47,7 @@ def engines(lab: Lab) -> Iterator[None]:
         ],
     )
     beta = seat(
-        address="127.0.0.11",
+        address=lab.address_of("tower"),
         model="stories42M-embed",
         served="beta",
         port=8082,
@@ -55,7 +55,7 @@ def engines(lab: Lab) -> Iterator[None]:
         args=["--gpu-memory-utilization", "0.05", "--runner", "pooling"],
     )
     gamma = seat(
-        address="127.0.0.12",
+        address=lab.address_of("rig"),
         model="Llama-3.1-8B-Instruct",
         served="gamma",
         port=8083,
@@ -212,8 +212,13 @@ def post(url: str, body: dict[str, Any], timeout: float = 30) -> tuple[int, Any]
             return err.code, json.loads(err.read())
 
 
-def test_chat_answers_with_the_served_name_and_404s_unknown_models(engines: None) -> None:
-    base = "http://127.0.0.11:8081/v1"
+def alpha_url(lab: Lab) -> str:
+    """Base URL of the alpha seat (tower, port 8081)."""
+    return f"http://{lab.address_of('tower')}:8081"
+
+
+def test_chat_answers_with_the_served_name_and_404s_unknown_models(lab: Lab, engines: None) -> None:
+    base = f"{alpha_url(lab)}/v1"
     with urllib.request.urlopen(f"{base}/models", timeout=10) as response:
         assert [m["id"] for m in json.loads(response.read())["data"]] == ["alpha"]
     status, body = post(
@@ -227,8 +232,8 @@ def test_chat_answers_with_the_served_name_and_404s_unknown_models(engines: None
     assert body["error"]["message"] == "The model `nope` does not exist."
 
 
-def gauge(name: str, url: str = "http://127.0.0.11:8081/metrics") -> float:
-    """One vllm:* gauge from the engine's Prometheus text."""
+def gauge(name: str, url: str) -> float:
+    """One vllm:* gauge from the engine's Prometheus text at `url`."""
     with urllib.request.urlopen(url, timeout=10) as response:
         text = response.read().decode()
     line = next(ln for ln in text.splitlines() if ln.startswith(f"vllm:{name}{{"))
@@ -236,7 +241,8 @@ def gauge(name: str, url: str = "http://127.0.0.11:8081/metrics") -> float:
     return float(line.rsplit(" ", 1)[1])
 
 
-def test_streaming_keeps_a_request_running_at_the_token_rate(engines: None) -> None:
+def test_streaming_keeps_a_request_running_at_the_token_rate(lab: Lab, engines: None) -> None:
+    metrics = f"{alpha_url(lab)}/metrics"
     body = {
         "model": "alpha",
         "stream": True,
@@ -244,7 +250,7 @@ def test_streaming_keeps_a_request_running_at_the_token_rate(engines: None) -> N
         "messages": [{"role": "user", "content": "count"}],
     }
     request = urllib.request.Request(
-        "http://127.0.0.11:8081/v1/chat/completions",
+        f"{alpha_url(lab)}/v1/chat/completions",
         data=json.dumps(body).encode(),
         headers={"Content-Type": "application/json"},
     )
@@ -258,8 +264,8 @@ def test_streaming_keeps_a_request_running_at_the_token_rate(engines: None) -> N
     reader = threading.Thread(target=consume)
     reader.start()
     time.sleep(0.5)
-    assert gauge("num_requests_running") == 1.0
-    assert gauge("num_requests_waiting") == 0.0
+    assert gauge("num_requests_running", metrics) == 1.0
+    assert gauge("num_requests_waiting", metrics) == 0.0
     reader.join(timeout=30)
     assert time.monotonic() - started >= 30 / 20
     assert events[-1] == "data: [DONE]"
@@ -267,12 +273,13 @@ def test_streaming_keeps_a_request_running_at_the_token_rate(engines: None) -> N
         json.loads(e[6:])["choices"][0]["delta"].get("content", "") for e in events[:-1]
     )
     assert words.startswith("This is alpha answering.")
-    assert gauge("num_requests_running") == 0.0
+    assert gauge("num_requests_running", metrics) == 0.0
 
 
 def test_never_healthy_switch_keeps_health_failing(lab: Lab, tmp_path: Path) -> None:
+    tower = lab.address_of("tower")
     service = seat(
-        address="127.0.0.11",
+        address=tower,
         model="stories42M-rerank",
         served="sick",
         port=8084,
@@ -285,12 +292,12 @@ def test_never_healthy_switch_keeps_health_failing(lab: Lab, tmp_path: Path) -> 
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             try:
-                urllib.request.urlopen("http://127.0.0.11:8084/v1/models", timeout=2).close()
+                urllib.request.urlopen(f"http://{tower}:8084/v1/models", timeout=2).close()
                 break
             except (urllib.error.URLError, OSError):
                 time.sleep(0.3)
         with pytest.raises(urllib.error.HTTPError) as err:
-            urllib.request.urlopen("http://127.0.0.11:8084/health", timeout=5)
+            urllib.request.urlopen(f"http://{tower}:8084/health", timeout=5)
         err.value.close()
         assert err.value.code == 503
     finally:

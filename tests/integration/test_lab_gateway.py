@@ -13,19 +13,21 @@ import pytest
 
 from tests.lab import Lab
 from tests.lab.compose import compose_text, seat
-from tests.lab.gateway import INITIAL_CONFIG
 
 pytestmark = pytest.mark.lab
 
-ALIASES = """\
+
+def aliases(tower: str, rig: str) -> str:
+    """Two gateway aliases, one per seat, for the lab's tower and rig addresses."""
+    return f"""\
   - model_name: lab-alpha
     litellm_params:
       model: hosted_vllm/ga
-      api_base: http://127.0.0.11:8091/v1
+      api_base: http://{tower}:8091/v1
   - model_name: lab-beta
     litellm_params:
       model: hosted_vllm/gb
-      api_base: http://127.0.0.12:8092/v1
+      api_base: http://{rig}:8092/v1
 
 router_settings:"""
 
@@ -33,8 +35,9 @@ router_settings:"""
 @pytest.fixture(scope="module")
 def routed(lab: Lab) -> Iterator[None]:
     """Two seats on two hosts and a gateway config with an alias for each."""
+    tower, rig = lab.address_of("tower"), lab.address_of("rig")
     ga = seat(
-        address="127.0.0.11",
+        address=tower,
         model="stories42M-embed",
         served="ga",
         port=8091,
@@ -42,7 +45,7 @@ def routed(lab: Lab) -> Iterator[None]:
         args=["--kv-cache-memory-bytes", "64MiB"],
     )
     gb = seat(
-        address="127.0.0.12",
+        address=rig,
         model="Llama-3.1-8B-Instruct",
         served="gb",
         port=8092,
@@ -52,11 +55,12 @@ def routed(lab: Lab) -> Iterator[None]:
     )
     assert lab.compose_up("tower", "labgw", compose_text({"ga": ga})).returncode == 0
     assert lab.compose_up("rig", "labgw", compose_text({"gb": gb})).returncode == 0
-    lab.set_gateway_config(INITIAL_CONFIG.replace("\nrouter_settings:", "\n" + ALIASES, 1))
+    initial = lab.initial_gateway_config
+    lab.set_gateway_config(initial.replace("\nrouter_settings:", "\n" + aliases(tower, rig), 1))
     restart = lab.restart_gateway()
     assert restart.returncode == 0, restart.stderr
     yield
-    lab.set_gateway_config(INITIAL_CONFIG)
+    lab.set_gateway_config(initial)
     lab.restart_gateway()
     for host in ("tower", "rig"):
         lab.compose_down(host, "labgw")

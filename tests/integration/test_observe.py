@@ -17,18 +17,21 @@ from tests.lab.lab import Lab
 
 pytestmark = pytest.mark.lab
 
-UNMANAGED = """services:
+
+def unmanaged(address: str) -> str:
+    """A compose project fleet does not manage, holding GPU 3 on the host at `address`."""
+    return f"""services:
   notebook:
     image: vllm/vllm-openai:v0.18.0
     entrypoint: [vllm, serve]
     command: [/models/stories42M-embed, --served-model-name, scratch, --port, "8099",
               --max-model-len, "1024", --kv-cache-memory-bytes, "268435456"]
-    ports: ["127.0.0.11:8099:8099"]
+    ports: ["{address}:8099:8099"]
     volumes: ["/models/stories42M-embed:/models/stories42M-embed:ro"]
     deploy:
       resources:
         reservations:
-          devices: [{driver: nvidia, device_ids: ["3"], capabilities: [gpu]}]
+          devices: [{{driver: nvidia, device_ids: ["3"], capabilities: [gpu]}}]
 """
 
 
@@ -77,7 +80,8 @@ def test_the_gpu_is_held_by_the_engine_child(repo: FleetRepo) -> None:
 
 def test_unmanaged_gpu_process_is_a_finding(repo: FleetRepo) -> None:
     repo.deploy("tower")
-    assert repo.lab.compose_up("tower", "scratch", UNMANAGED).returncode == 0
+    scratch = unmanaged(repo.lab.address_of("tower"))
+    assert repo.lab.compose_up("tower", "scratch", scratch).returncode == 0
     findings = inventory_json(repo)["findings"]
     kinds = {(f["kind"], f["target"]) for f in findings}  # type: ignore[union-attr, index]
     assert ("unmanaged-gpu-process", "tower/gpu3") in kinds
@@ -95,7 +99,7 @@ def test_dead_alias_floating_tag_and_drifted_model(repo: FleetRepo) -> None:
     assert repo.lab.compose_up("tower", "fleet-tower", text).returncode == 0
     entry = (
         "  - model_name: chat\n    litellm_params:\n      model: hosted_vllm/reason\n"
-        "      api_base: http://127.0.0.11:8030/v1\n"
+        f"      api_base: http://{repo.lab.address_of('tower')}:8030/v1\n"
     )
     config = repo.lab.gateway_config().replace("model_list:\n", "model_list:\n" + entry, 1)
     repo.lab.set_gateway_config(config)
@@ -108,10 +112,11 @@ def test_dead_alias_floating_tag_and_drifted_model(repo: FleetRepo) -> None:
 
 def test_unreachable_host_is_reported_the_others_observed(repo: FleetRepo) -> None:
     repo.deploy("tower")
-    repo.edit("hosts/rig.yaml", "alias: rig", "address: 127.0.0.12\n  port: 2299")
+    rig = repo.lab.address_of("rig")
+    repo.edit("hosts/rig.yaml", "alias: rig", f"address: {rig}\n  port: 2299")
     result = repo.fleet("inventory", "--json")
     assert result.returncode == 1
-    assert "error: rig: cannot reach root@127.0.0.12:2299" in result.stderr
+    assert f"error: rig: cannot reach root@{rig}:2299" in result.stderr
     assert "Traceback" not in result.stderr
     assert seats_of(json.loads(result.stdout), "tower")["coder"]["state"] == "running"
 
@@ -126,15 +131,17 @@ def test_unknown_host_key_is_an_error(repo: FleetRepo, tmp_path: Path) -> None:
     (tmp_path / "empty_known_hosts").write_text("")
     result = repo.fleet("inventory", env={"FLEET_SSH_CONFIG": str(config)})
     assert result.returncode == 1
-    assert "host key of root@127.0.0.11:2222 is not in known_hosts" in result.stderr
+    tower = repo.lab.address_of("tower")
+    assert f"host key of root@{tower}:2222 is not in known_hosts" in result.stderr
 
 
 def test_changed_host_key_is_an_error(repo: FleetRepo, tmp_path: Path) -> None:
     """tower's pinned key replaced by rig's: a man in the middle, not a prompt."""
+    tower, rig = repo.lab.address_of("tower"), repo.lab.address_of("rig")
     lines = repo.lab.known_hosts.read_text().splitlines()
-    rig_key = next(line for line in lines if line.startswith("[127.0.0.12]:2222"))
-    forged = [line for line in lines if not line.startswith("[127.0.0.11]:2222")]
-    forged.append(rig_key.replace("[127.0.0.12]:2222", "[127.0.0.11]:2222", 1))
+    rig_key = next(line for line in lines if line.startswith(f"[{rig}]:2222"))
+    forged = [line for line in lines if not line.startswith(f"[{tower}]:2222")]
+    forged.append(rig_key.replace(f"[{rig}]:2222", f"[{tower}]:2222", 1))
     known = tmp_path / "known_hosts"
     known.write_text("\n".join(forged) + "\n")
     config = tmp_path / "ssh_config"
@@ -143,7 +150,7 @@ def test_changed_host_key_is_an_error(repo: FleetRepo, tmp_path: Path) -> None:
     )
     result = repo.fleet("inventory", env={"FLEET_SSH_CONFIG": str(config)})
     assert result.returncode == 1
-    assert "error: tower: host key CHANGED for root@127.0.0.11:2222" in result.stderr
+    assert f"error: tower: host key CHANGED for root@{tower}:2222" in result.stderr
 
 
 def test_check_agrees_then_diverges(repo: FleetRepo) -> None:

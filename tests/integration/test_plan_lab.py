@@ -60,7 +60,8 @@ def test_blocker_and_unreachable_host_are_exit_1(repo: FleetRepo) -> None:
     blocked = repo.fleet("plan")
     assert blocked.returncode == 1
     assert "! llama8b: model directory /models/Llama-9B does not exist on rig" in blocked.stdout
-    repo.edit("hosts/rig.yaml", "alias: rig", "address: 127.0.0.12\n  port: 2299")
+    rig = repo.lab.address_of("rig")
+    repo.edit("hosts/rig.yaml", "alias: rig", f"address: {rig}\n  port: 2299")
     unreachable = repo.fleet("plan")
     assert unreachable.returncode == 1
     assert "error: rig: cannot reach" in unreachable.stderr

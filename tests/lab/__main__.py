@@ -1,48 +1,88 @@
-"""`python -m tests.lab up|down|status [--gpu-hosts N]`: the lab from the command line."""
+"""`python -m tests.lab up|down|status|rewrite-desired DIR [--gpu-hosts N] [--slot N]`.
+
+The lab from the command line. `--slot` (or FLEET_LAB_SLOT) is the slot `up` takes;
+without it `up` takes the lab directory's own slot (or the next free one). `down` and
+`status` act on the lab where its state records it. `rewrite-desired DIR` points a copy
+of desired/ at the lab: the example's nominal addresses become the lab's.
+"""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from .lab import Lab
 from .procs import LabError
+from .slots import SLOTS, check_slot
 
 
-def main(argv: list[str] | None = None) -> int:
-    """Bring the lab up or down, or show its status."""
+def slot_arg(value: str) -> int:
+    """--slot's value."""
+    try:
+        return check_slot(value)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    """The command line."""
     parser = argparse.ArgumentParser(prog="python -m tests.lab")
-    parser.add_argument("action", choices=("up", "down", "status"))
+    parser.add_argument("action", choices=("up", "down", "status", "rewrite-desired"))
+    parser.add_argument("directory", nargs="?", type=Path, help="rewrite-desired: the tree")
     parser.add_argument(
         "--gpu-hosts",
         type=int,
         default=None,
         help="bench lab: N generic GPU hosts bench-1.. plus the gateway",
     )
+    parser.add_argument(
+        "--slot",
+        type=slot_arg,
+        default=None,
+        help=f"the lab's slot 0..{SLOTS - 1} (addresses, bridges, pools, run dirs)",
+    )
     args = parser.parse_args(argv)
-    lab = Lab(gpu_hosts=args.gpu_hosts)
+    if (args.action == "rewrite-desired") != (args.directory is not None):
+        parser.error("a directory goes with rewrite-desired, and only with it")
+    return args
+
+
+def where(lab: Lab) -> str:
+    """One line: the slot and each host's address."""
+    hosts = ", ".join(f"{h.name}={h.address}" for h in lab.hosts.values())
+    return f"slot {lab.slot.index}: {hosts}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Bring the lab up or down, show its status, or point a desired/ copy at it."""
+    args = parse(argv)
     started = time.monotonic()
     try:
+        lab = Lab(gpu_hosts=args.gpu_hosts, slot=args.slot)
+        if args.action == "rewrite-desired":
+            changed = lab.rewrite_desired(args.directory)
+            print(f"{len(changed)} file(s) in {args.directory} now name the lab ({where(lab)})")
+            return 0
         with lab.locked(timeout=60):
             if args.action == "up":
                 lab.up()
-                print(
-                    f"lab up in {time.monotonic() - started:.1f}s: "
-                    f"{', '.join(f'{h.name}={h.address}' for h in lab.hosts.values())}"
-                )
+                print(f"lab up in {time.monotonic() - started:.1f}s, {where(lab)}")
                 print(f"  source {lab.env_file}   # FLEET_SSH_CONFIG, LITELLM_MASTER_KEY")
-                print(f"  gateway {lab.gateway_url}")
+                if lab.gateway_host is not None:
+                    print(f"  gateway {lab.gateway_url}")
             elif args.action == "down":
                 lab.down()
                 print(f"lab down in {time.monotonic() - started:.1f}s")
             else:
+                print(where(lab))
                 for name, row in lab.status().items():
                     print(
                         f"{name:10} "
                         + "  ".join(f"{k}={'up' if v else 'DOWN'}" for k, v in row.items())
                     )
-    except LabError as err:
+    except (LabError, ValueError) as err:
         print(f"lab: {err}", file=sys.stderr)
         return 1
     return 0

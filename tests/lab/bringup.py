@@ -1,7 +1,8 @@
 """`up`: the steps that bring the lab's hosts, engines, sshds and gateway up.
 
-Called by Lab.up(); every process and machine-level change is recorded in the state
-file as soon as it exists, so `down` can undo a half-finished `up`.
+Called by Lab.up() once the lab holds its slot (claims.py); every process and
+machine-level change is recorded in the state file as soon as it exists, so `down` can
+undo a half-finished `up`.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import gateway, image, models, procs, sshcfg
-from .hosts import RUN_ROOT, LabHost, dockerd_command, dockerd_env, prepare_host
+from . import claims, gateway, image, models, procs, sshcfg
+from .hosts import LabHost, dockerd_command, dockerd_env, prepare_host
 from .procs import LabError
 from .spec import GATEWAY_PORT, SSH_PORT
 
@@ -54,12 +55,11 @@ def procs_path() -> str:
 
 def make_dirs(lab: Lab) -> None:
     """The lab's folder, then mount points on the machine, each recorded before it is made
-    (so that `down` removes it even when the lab dies right after)."""
+    (so that `down` removes it even when the lab dies right after; they are shared with
+    other labs, so the last lab down removes them)."""
     lab.root.mkdir(parents=True, exist_ok=True)
-    for path in (*procs.MOUNT_POINTS, RUN_ROOT, Path("/run/sshd")):
-        if not path.exists():
-            lab.state.add("dir", str(path))
-            path.mkdir(parents=True)
+    for path in (*procs.MOUNT_POINTS, Path("/run/sshd")):
+        claims.make_machine_dir(lab.state, path)
     runtime = lab.root / "runtime"
     shutil.rmtree(runtime, ignore_errors=True)
     shutil.copytree(RUNTIME_SRC, runtime, ignore=shutil.ignore_patterns("__pycache__"))
@@ -74,10 +74,10 @@ def write_ssh(lab: Lab) -> None:
     for host in lab.hosts.values():
         host.root.mkdir(parents=True, exist_ok=True)
         pub = sshcfg.keygen(host.root / "ssh_host_ed25519_key", f"root@{host.name}")
-        lines.append(sshcfg.known_hosts_line(host.spec, pub))
+        lines.append(sshcfg.known_hosts_line(host, pub))
     lab.known_hosts.write_text("\n".join(lines) + "\n")
-    specs = tuple(h.spec for h in lab.hosts.values())
-    lab.ssh_config.write_text(sshcfg.client_config(specs, lab.client_key, lab.known_hosts))
+    hosts = tuple(lab.hosts.values())
+    lab.ssh_config.write_text(sshcfg.client_config(hosts, lab.client_key, lab.known_hosts))
     home_ssh = lab.home / ".ssh"
     home_ssh.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(lab.ssh_config, home_ssh / "config")
@@ -86,7 +86,9 @@ def write_ssh(lab: Lab) -> None:
         shutil.copyfile(lab.ssh_dir / name, home_ssh / name)
     (home_ssh / "id_ed25519").chmod(0o600)
     key = "sk-lab-" + secrets.token_hex(16)
+    where = " ".join(f"{h.name}={h.address}" for h in hosts)
     lab.env_file.write_text(
+        f"# lab slot {lab.slot.index}: {where}\n"
         f"export FLEET_SSH_CONFIG={lab.ssh_config}\nexport LITELLM_MASTER_KEY={key}\n"
     )
 
@@ -99,15 +101,17 @@ def record_host(lab: Lab, host: LabHost) -> None:
             "run_dir": str(host.run_dir),
             "docker_host": host.docker_host,
         }
-    lab.state.add("bridge", host.spec.bridge)
+    lab.state.add("bridge", host.bridge)
+    lab.state.add("pool", host.pool)
 
 
 def create_bridge(host: LabHost) -> None:
-    """The host's own bridge for its engine's default network."""
-    bridge = host.spec.bridge
+    """The host's own bridge for its engine's default network (a bridge of that name is
+    a leftover of this slot: the lab holds the slot, see claims.py)."""
+    bridge = host.bridge
     subprocess.run(["ip", "link", "delete", bridge], capture_output=True)
     procs.run(["ip", "link", "add", bridge, "type", "bridge"])
-    procs.run(["ip", "addr", "add", host.spec.bridge_cidr, "dev", bridge])
+    procs.run(["ip", "addr", "add", host.bridge_cidr, "dev", bridge])
     procs.run(["ip", "link", "set", bridge, "up"])
 
 
@@ -140,11 +144,7 @@ def start_host(lab: Lab, host: LabHost) -> None:
     create_bridge(host)
     start_daemon(lab, host, "dockerd", dockerd_command(host), dockerd_env(host))
     sshd_conf = host.root / "sshd_config"
-    sshd_conf.write_text(
-        sshcfg.sshd_config(
-            host.spec, host.root, host.run_dir, lab.ssh_dir / "authorized_keys", host.session_env()
-        )
-    )
+    sshd_conf.write_text(sshcfg.sshd_config(host, lab.ssh_dir / "authorized_keys"))
     start_daemon(
         lab,
         host,
@@ -158,7 +158,7 @@ def start_host(lab: Lab, host: LabHost) -> None:
 
 def start_gateway(lab: Lab, host: LabHost) -> None:
     """The LiteLLM proxy under its supervisor, reading the host's /etc/litellm."""
-    (host.root / "etc-litellm" / "config.yaml").write_text(gateway.INITIAL_CONFIG)
+    (host.root / "etc-litellm" / "config.yaml").write_text(lab.initial_gateway_config)
     supervisor = [
         "/usr/bin/python3",
         "-E",

@@ -4,8 +4,9 @@ Layout under `<lab>/hosts/<name>/`: models/ (its /models), srv-fleet/ (its /srv/
 etc-litellm/ (gateway: its /etc/litellm), gpu/ (the simulated driver state), bin/ (what
 its SSH sessions find on PATH: docker, nvidia-smi, fleet-gateway-restart),
 daemon-bin/ (what its dockerd finds: the GPU runtime wrapper and hook), docker/ (the
-engine's data root), logs and SSH host key. Sockets and pid files live in
-/run/fleet-lab/<name>/.
+engine's data root), logs and SSH host key. Where the host is on the machine follows
+from the lab's slot (tests/lab/slots.py): its address, bridge, address pool and
+/run/fleet-lab/<slot>/<name>/ for sockets and pid files.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .slots import LabSlot
 from .spec import HostSpec
 
-RUN_ROOT = Path("/run/fleet-lab")
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 
@@ -28,6 +29,7 @@ class LabHost:
 
     spec: HostSpec
     root: Path  # its folder on this machine
+    slot: LabSlot  # its lab's slot
 
     @property
     def name(self) -> str:
@@ -36,13 +38,28 @@ class LabHost:
 
     @property
     def address(self) -> str:
-        """Its loopback address (sshd, published seat ports, the proxy)."""
-        return self.spec.address
+        """Its loopback address in this lab (sshd, published seat ports, the proxy)."""
+        return self.slot.address(self.spec.address)
+
+    @property
+    def bridge(self) -> str:
+        """The kernel bridge of its engine's default network (<= 15 chars)."""
+        return self.slot.bridge(self.name)
+
+    @property
+    def bridge_cidr(self) -> str:
+        """The bridge's address (the engine's default network)."""
+        return self.slot.bridge_cidr(self.spec.number)
+
+    @property
+    def pool(self) -> str:
+        """The subnet its engine carves compose networks from (CIDR)."""
+        return str(self.slot.pool(self.spec.number))
 
     @property
     def run_dir(self) -> Path:
         """Sockets and pid files."""
-        return RUN_ROOT / self.name
+        return self.slot.run_dir / self.name
 
     @property
     def docker_host(self) -> str:
@@ -179,11 +196,11 @@ def dockerd_command(host: LabHost) -> list[str]:
         f"--exec-root={host.run_dir / 'exec'}",
         f"--host={host.docker_host}",
         f"--pidfile={host.run_dir / 'docker.pid'}",
-        f"--bridge={host.spec.bridge}",
+        f"--bridge={host.bridge}",
         "--iptables=false",
         "--ip-masq=false",
         "--shutdown-timeout=3",
-        f"--default-address-pool={host.spec.address_pool}",
+        f"--default-address-pool={host.slot.address_pool(host.spec.number)}",
         f"--add-runtime=nvidia={host.daemon_bin / 'nvidia-container-runtime'}",
     ]
 

@@ -1,13 +1,15 @@
 """The lab's Python API: simulated GPU hosts on loopback for the integration tests.
 
     lab = Lab()                  # tower, rig, gateway (Lab(gpu_hosts=8): bench-1..8 + gateway)
-    lab.up()                     # cleans leftovers first; under a minute
+    lab.up()                     # cleans leftovers first, takes a free slot; under a minute
+    lab.address_of("tower")      # e.g. 127.6.0.11: addresses, bridges, pools follow the slot
     lab.run("tower", "nvidia-smi -L")          # through real ssh -F <lab.ssh_config>
     lab.compose_up("tower", "demo", compose_text)
     lab.set_gateway_config(text); lab.restart_gateway()
-    lab.down()                   # no process, bridge, mount or network left
+    lab.down()                   # no process, bridge, mount or network left (of this lab)
 
-See tests/lab/README.md for the whole surface.
+Other labs on the machine (other lab directories) are never touched. See
+tests/lab/README.md for the whole surface.
 """
 
 from __future__ import annotations
@@ -21,94 +23,43 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import gateway, teardown
+from . import claims, gateway, slots, teardown
 from .bringup import bring_up, port_open
-from .hosts import LabHost
+from .layout import LabLayout
 from .procs import LabError, is_ours
-from .spec import GATEWAY_PORT, SSH_PORT, HostSpec, bench_hosts, default_hosts
+from .spec import SSH_PORT, HostSpec, bench_hosts, default_hosts
 from .state import LabState
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-class Lab:
-    """A set of simulated hosts with real sshd, Docker engines and a LiteLLM proxy."""
+class Lab(LabLayout):
+    """A set of simulated hosts with real sshd, Docker engines and a LiteLLM proxy.
+
+    `slot` (else FLEET_LAB_SLOT) is the slot `up` must take; without one, `up` takes the
+    slot hashed from the lab directory, or the next free one. Until then (and for a
+    lab that is up) the lab is where its state records it.
+    """
 
     def __init__(
         self,
         root: Path | None = None,
         hosts: tuple[HostSpec, ...] | None = None,
         gpu_hosts: int | None = None,
+        slot: int | None = None,
     ) -> None:
-        self.root = Path(root or os.environ.get("FLEET_LAB_DIR") or REPO / ".lab").resolve()
+        lab_dir = Path(root or os.environ.get("FLEET_LAB_DIR") or REPO / ".lab").resolve()
         specs = hosts or (bench_hosts(gpu_hosts) if gpu_hosts else default_hosts())
-        self.hosts: dict[str, LabHost] = {
-            s.name: LabHost(s, self.root / "hosts" / s.name) for s in specs
-        }
+        self.requested_slot = slots.check_slot(slot) if slot is not None else slots.slot_from_env()
         self.corpus = Path(os.environ.get("FLEET_LAB_CORPUS") or REPO / "tests" / "corpus")
         self.children: list[subprocess.Popen[bytes]] = []
-        self.state = LabState(self.root / "state.json")
-
-    # -- where things are -------------------------------------------------------------
-    @property
-    def ssh_dir(self) -> Path:
-        """Generated SSH material."""
-        return self.root / "ssh"
-
-    @property
-    def ssh_config(self) -> Path:
-        """ssh_config with a Host block per simulated host (FLEET_SSH_CONFIG)."""
-        return self.ssh_dir / "config"
-
-    @property
-    def known_hosts(self) -> Path:
-        """The hosts' pinned host keys."""
-        return self.ssh_dir / "known_hosts"
-
-    @property
-    def client_key(self) -> Path:
-        """The generated client private key."""
-        return self.ssh_dir / "id_ed25519"
-
-    @property
-    def home(self) -> Path:
-        """A HOME whose ~/.ssh holds the config and known_hosts (for docker's ssh://)."""
-        return self.root / "home"
-
-    @property
-    def env_file(self) -> Path:
-        """Shell file exporting FLEET_SSH_CONFIG and LITELLM_MASTER_KEY."""
-        return self.root / "env"
-
-    @property
-    def master_key(self) -> str:
-        """The gateway's generated master key."""
-        for line in self.env_file.read_text().splitlines():
-            if line.startswith("export LITELLM_MASTER_KEY="):
-                return line.split("=", 1)[1]
-        raise LabError(f"no LITELLM_MASTER_KEY in {self.env_file}")
-
-    @property
-    def gateway_host(self) -> LabHost | None:
-        """The host that runs the LiteLLM proxy."""
-        return next((h for h in self.hosts.values() if h.spec.gateway), None)
-
-    @property
-    def gateway_url(self) -> str:
-        """Base URL of the LiteLLM proxy."""
-        host = self.gateway_host
-        if host is None:
-            raise LabError("this lab has no gateway host")
-        return f"http://{host.address}:{GATEWAY_PORT}"
-
-    def env(self) -> dict[str, str]:
-        """What fleet reads from the environment to use this lab."""
-        return {
-            "FLEET_SSH_CONFIG": str(self.ssh_config),
-            "LITELLM_MASTER_KEY": self.master_key,
-            "FLEET_LAB_DIR": str(self.root),
-            "FLEET_LAB_HOME": str(self.home),
-        }
+        self.state = LabState(lab_dir / "state.json")
+        recorded = LabState.load(self.state.path).slot
+        if recorded is None:
+            recorded = self.requested_slot
+        super().__init__(
+            lab_dir, specs, slots.hashed_slot(lab_dir) if recorded is None else recorded
+        )
 
     # -- life cycle -------------------------------------------------------------------
     @contextmanager
@@ -132,7 +83,10 @@ class Lab:
         self.root.mkdir(parents=True, exist_ok=True)
         self.down()
         self.state = LabState(self.root / "state.json")
+        wanted = self.requested_slot
         try:
+            first = slots.hashed_slot(self.root) if wanted is None else wanted
+            self.place(claims.claim(self.state, first, explicit=wanted is not None))
             bring_up(self)
         except BaseException:
             self.down()
@@ -215,14 +169,6 @@ class Lab:
         return self.run(host, command, timeout=120)
 
     # -- the gateway ----------------------------------------------------------------
-    @property
-    def gateway_config_path(self) -> Path:
-        """The gateway host's /etc/litellm/config.yaml, seen from this machine."""
-        host = self.gateway_host
-        if host is None:
-            raise LabError("this lab has no gateway host")
-        return host.root / "etc-litellm" / "config.yaml"
-
     def gateway_config(self) -> str:
         """The current gateway config text."""
         return self.gateway_config_path.read_text()
@@ -261,7 +207,8 @@ class Lab:
                     path.unlink()
         if self.gateway_host is None:
             return
-        changed = self.gateway_config() != gateway.INITIAL_CONFIG
+        initial = self.initial_gateway_config
+        changed = self.gateway_config() != initial
         if changed or not gateway.wait_ready(self.gateway_url, timeout=1):
-            self.set_gateway_config(gateway.INITIAL_CONFIG)
+            self.set_gateway_config(initial)
             self.restart_gateway()

@@ -1,14 +1,18 @@
 """What the lab simulates: hosts, their GPUs and the models on their disks.
 
-Read by `tests.lab.lab.Lab` (which hosts to bring up) and by the tests (addresses,
-GPU names). The default set mirrors `desired/hosts/*.yaml`; `bench_hosts(n)` is the
-larger set a benchmark asks for. Nothing here starts a process.
+Read by `tests.lab.lab.Lab` (which hosts to bring up) and by the tests (GPU names).
+The default set mirrors `desired/hosts/*.yaml` and its nominal addresses; where a lab
+actually puts a host depends on the lab's slot (tests/lab/slots.py, `lab.hosts[name]
+.address`). `bench_hosts(n)` is the larger set a benchmark asks for. Nothing here starts
+a process.
 """
 
 from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+
+from .slots import HOSTS_PER_SLOT, nominal_octet
 
 SSH_PORT = 2222
 GATEWAY_PORT = 4000
@@ -41,31 +45,26 @@ class GpuSpec:
 
 @dataclass(frozen=True)
 class HostSpec:
-    """One simulated host: its address, role, GPUs, hand-over style and models."""
+    """One simulated host: its nominal address, number, GPUs, hand-over style and models.
+
+    `address` is the host's *nominal* address, the one `desired/` names (127.0.0.N);
+    a lab places it at its slot's address (tests.lab.slots: 127.<slot+1>.0.N).
+    `number` (0..31) picks the host's network inside its lab's block: bridge and pool.
+    """
 
     name: str
     address: str
-    slot: int  # small integer that picks the host's bridge and address pool
+    number: int
     gpus: tuple[GpuSpec, ...] = ()
     handover: str = "device_requests"  # or "runtime" (runtime: nvidia + NVIDIA_VISIBLE_DEVICES)
     models: tuple[str, ...] = ()
     gateway: bool = False
     image_tags: tuple[str, ...] = field(default=VLLM_TAGS)
 
-    @property
-    def bridge(self) -> str:
-        """Name of the kernel bridge this host's dockerd uses (<= 15 chars)."""
-        return f"fl-{self.name}"[:15]
-
-    @property
-    def bridge_cidr(self) -> str:
-        """Address of the default bridge network of this host's engine."""
-        return f"172.30.{self.slot}.1/24"
-
-    @property
-    def address_pool(self) -> str:
-        """`--default-address-pool` value: the subnets compose networks are carved from."""
-        return f"base=172.31.{self.slot * 8}.0/21,size=26"
+    def __post_init__(self) -> None:
+        nominal_octet(self.address)
+        if not 0 <= self.number < HOSTS_PER_SLOT:
+            raise ValueError(f"{self.name}: host number must be 0..{HOSTS_PER_SLOT - 1}")
 
 
 def gpu_uuid(host: str, index: int) -> str:
@@ -102,7 +101,7 @@ def default_hosts() -> tuple[HostSpec, ...]:
 
 
 def bench_hosts(gpu_hosts: int) -> tuple[HostSpec, ...]:
-    """`gpu_hosts` tower-like hosts bench-1.. on 127.0.0.21.., plus the gateway."""
+    """`gpu_hosts` tower-like hosts bench-1.. (nominally 127.0.0.21..), plus the gateway."""
     if not 1 <= gpu_hosts <= 16:
         raise ValueError(f"gpu_hosts must be between 1 and 16, not {gpu_hosts}")
     hosts = []

@@ -1,8 +1,9 @@
 """What a running (or crashed) lab left on this machine, recorded as it is created.
 
-`<lab>/state.json` lists the processes started (pid + start time), the mount
-namespaces of the hosts, bridges, mount-point directories created on the machine and
-the hosts' folders, so that `down` can remove exactly these, even after a crash.
+`<lab>/state.json` names the lab's slot and lists the processes started (pid + start
+time), the mount namespaces of the hosts, bridges, the address pools of the hosts'
+engines, mount-point directories created on the machine and the hosts' folders, so
+that `down` can remove exactly these, even after a crash, and nothing of another lab.
 """
 
 from __future__ import annotations
@@ -25,7 +26,14 @@ class LabState:
     bridges: list[str] = field(default_factory=list)
     created_dirs: list[str] = field(default_factory=list)
     hosts: dict[str, dict[str, str]] = field(default_factory=dict)
+    slot: int | None = None  # None: nothing claimed (or a state from before slots)
+    pools: list[str] = field(default_factory=list)  # CIDRs whose br-* bridges are ours
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    @property
+    def root(self) -> Path:
+        """The lab directory this state belongs to."""
+        return self.path.parent
 
     @classmethod
     def load(cls, path: Path) -> LabState:
@@ -33,22 +41,26 @@ class LabState:
         if not path.is_file():
             return cls(path)
         data = json.loads(path.read_text())
-        procs = [ProcRecord(**p) for p in data.get("procs", [])]
+        slot = data.get("slot")
         return cls(
             path,
-            procs,
-            data.get("namespaces", []),
-            data.get("bridges", []),
-            data.get("created_dirs", []),
-            data.get("hosts", {}),
+            procs=[ProcRecord(**p) for p in data.get("procs", [])],
+            namespaces=data.get("namespaces", []),
+            bridges=data.get("bridges", []),
+            created_dirs=data.get("created_dirs", []),
+            hosts=data.get("hosts", {}),
+            slot=slot if isinstance(slot, int) else None,
+            pools=data.get("pools", []),
         )
 
     def save(self) -> None:
         """Write the state file (atomically)."""
         data = {
+            "slot": self.slot,
             "procs": [p.to_json() for p in self.procs],
             "namespaces": self.namespaces,
             "bridges": self.bridges,
+            "pools": self.pools,
             "created_dirs": self.created_dirs,
             "hosts": self.hosts,
         }
@@ -67,9 +79,10 @@ class LabState:
             self.save()
 
     def add(self, kind: str, value: str) -> None:
-        """Record a bridge or a created directory."""
+        """Record a bridge, an address pool or a created directory."""
+        targets = {"bridge": self.bridges, "pool": self.pools, "dir": self.created_dirs}
         with self.lock:
-            target = self.bridges if kind == "bridge" else self.created_dirs
+            target = targets[kind]
             if value not in target:
                 target.append(value)
             self.save()

@@ -2,30 +2,80 @@
 
 Only what the state file recorded is touched: processes by pid + start time, anything
 still inside the hosts' mount namespaces, container processes of the hosts' engines,
-the lab's bridges (and compose `br-*` bridges inside the lab's address pools), the
-mount-point directories the lab created, and the hosts' engine data.
+the lab's bridges (and compose `br-*` bridges inside the lab's own recorded address
+pools), its run dirs, the hosts' engine data, and its slot's claim; the shared mount
+points only when it is the last lab (claims.py). `footprint` decides what to remove and
+leaves out whatever another live lab recorded, so a down never reaches into another
+lab, even for a stale state whose slot has been taken over since.
 """
 
 from __future__ import annotations
 
-import contextlib
 import ipaddress
 import json
 import re
 import shutil
 import socket
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import docker
 import docker.errors
 import requests
 
-from . import procs
+from . import claims, procs
 from .state import LabState
 
-LAB_NETS = (ipaddress.ip_network("172.30.0.0/16"), ipaddress.ip_network("172.31.0.0/16"))
 ROLE_ORDER = ("gateway", "sshd", "dockerd")
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def inside(addrs: list[str], nets: list[Network]) -> bool:
+    """Does any of the addresses lie in any of the networks?"""
+    return any(ipaddress.ip_address(a) in net for a in addrs for net in nets)
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What a down removes on the machine besides its recorded processes."""
+
+    namespaces: frozenset[str]
+    bridges: tuple[str, ...]
+    run_dirs: tuple[str, ...]
+
+
+def footprint(state: LabState, others: list[LabState], links: dict[str, list[str]]) -> Footprint:
+    """The state's namespaces, bridges and run dirs, minus anything another live lab
+    recorded. `links`: interface name -> its IPv4 addresses (as `ip -j addr` lists them)."""
+    slot_taken = state.slot is not None and any(o.slot == state.slot for o in others)
+    foreign_ns = {n for o in others for n in o.namespaces}
+    foreign_bridges = {b for o in others for b in o.bridges}
+    foreign_pools = [ipaddress.ip_network(p) for o in others for p in o.pools]
+    foreign_runs = {h["run_dir"] for o in others for h in o.hosts.values()}
+    pools = [ipaddress.ip_network(p) for p in state.pools]
+    bridges: set[str] = set()
+    if not slot_taken:
+        composed = {n for n, a in links.items() if n.startswith("br-") and inside(a, pools)}
+        bridges = (set(state.bridges) | composed) - foreign_bridges
+        bridges = {b for b in bridges if not inside(links.get(b, []), foreign_pools)}
+    runs = [] if slot_taken else [h["run_dir"] for h in state.hosts.values()]
+    return Footprint(
+        frozenset(set(state.namespaces) - foreign_ns),
+        tuple(sorted(bridges)),
+        tuple(r for r in runs if r not in foreign_runs),
+    )
+
+
+def ipv4_links() -> dict[str, list[str]]:
+    """Interface name -> IPv4 addresses, on this machine."""
+    out = subprocess.run(["ip", "-j", "-4", "addr", "show"], capture_output=True, text=True).stdout
+    return {
+        link["ifname"]: [a["local"] for a in link.get("addr_info", [])]
+        for link in json.loads(out or "[]")
+    }
 
 
 def engine_answers(docker_host: str) -> bool:
@@ -95,51 +145,39 @@ def procs_read(path: Path) -> str:
         return ""
 
 
-def kill_leftovers(state: LabState) -> None:
+def kill_leftovers(state: LabState, plan: Footprint) -> None:
     """Anything still in the hosts' namespaces or containers is the lab's: kill it."""
-    leftovers = procs.pids_in_namespaces(set(state.namespaces))
+    leftovers = procs.pids_in_namespaces(set(plan.namespaces))
     leftovers += container_pids(container_ids(state))
     procs.stop(sorted(set(leftovers)), timeout=3.0)
 
 
-def lab_bridges(state: LabState) -> list[str]:
-    """Recorded bridges plus `br-*` bridges whose address lies in the lab's pools."""
-    out = subprocess.run(["ip", "-j", "-4", "addr", "show"], capture_output=True, text=True).stdout
-    names = set()
-    for link in json.loads(out or "[]"):
-        for addr in link.get("addr_info", []):
-            ip = ipaddress.ip_address(addr["local"])
-            if link["ifname"].startswith("br-") and any(ip in net for net in LAB_NETS):
-                names.add(link["ifname"])
-    return sorted(names | set(state.bridges))
-
-
-def delete_bridges(state: LabState) -> None:
+def delete_bridges(plan: Footprint) -> None:
     """Remove the lab's kernel bridges."""
-    for name in lab_bridges(state):
+    for name in plan.bridges:
         subprocess.run(["ip", "link", "delete", name], capture_output=True)
 
 
-def remove_files(state: LabState) -> None:
-    """Engine data, run dirs and the mount points the lab created (if empty)."""
+def remove_files(state: LabState, plan: Footprint) -> None:
+    """Engine data, GPU usage records and run dirs of the lab's hosts."""
     for host in state.hosts.values():
         shutil.rmtree(Path(host["root"]) / "docker", ignore_errors=True)
-        shutil.rmtree(host["run_dir"], ignore_errors=True)
         usage = Path(host["root"]) / "gpu" / "usage"
         for path in usage.glob("*.json") if usage.is_dir() else []:
             path.unlink(missing_ok=True)
-    for path in map(Path, reversed(state.created_dirs)):
-        with contextlib.suppress(OSError):
-            path.rmdir()
+    for run_dir in plan.run_dirs:
+        shutil.rmtree(run_dir, ignore_errors=True)
 
 
 def teardown(state: LabState) -> None:
-    """Bring the recorded lab down completely."""
+    """Bring the recorded lab down completely, and nothing of any other lab."""
     for record in state.procs:
         if record.role == "dockerd" and procs.is_ours(record):
             clear_engine(state.hosts[record.host]["docker_host"])
     stop_recorded(state)
-    kill_leftovers(state)
-    delete_bridges(state)
-    remove_files(state)
+    plan = footprint(state, claims.others(state.root), ipv4_links())
+    kill_leftovers(state, plan)
+    delete_bridges(plan)
+    remove_files(state, plan)
+    claims.release(state)
     state.path.unlink(missing_ok=True)
