@@ -1,10 +1,13 @@
 """Facts from a model's `config.json`: architecture, size, experts, attention, quantization.
 
 Called by the reconciler on the config.json it reads from a host's model directory, by
-`fleet explain model`, and by the KV-cache estimator (`fleet.facts.kv_estimate`).
-Multimodal configs nest the language model under `text_config` (or `llm_config`,
-`language_config`). The quantization normaliser lives in `fleet.facts.quantization`; its
-public names are re-exported here.
+`fleet explain model`, by the KV-cache estimator (`fleet.facts.kv_estimate`) and by the
+planner's predictions. Multimodal configs nest the language model under `text_config` (or
+`llm_config`, `language_config`). `max_model_len` is the most context vLLM accepts for the
+model (`_get_and_verify_max_len`: the smallest length key, scaled by rope scaling except
+llama3/longrope and Gemma 3); `mtp_layers` counts the model's own draft (MTP) layers.
+The quantization normaliser lives in `fleet.facts.quantization`; its public names are
+re-exported here.
 """
 
 from __future__ import annotations
@@ -37,6 +40,18 @@ __all__ = [
 _TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
 # transformers' default "one full-attention layer every N" when a config gives no pattern.
 _DEFAULT_SLIDING_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
+# transformers' default positions where a family's config.json may leave the key out.
+_DEFAULT_POSITIONS = {"gemma3_text": 131072}
+# The keys vLLM reads a model's length from (the smallest wins; model_max_length overrides).
+_LENGTH_KEYS: tuple[str, ...] = (
+    "max_position_embeddings",
+    "n_positions",
+    "max_seq_len",
+    "seq_length",
+)
+_LENGTH_KEYS += ("model_max_length", "max_target_positions", "max_sequence_length")
+_LENGTH_KEYS += ("max_seq_length", "seq_len")
+_MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
 
 
 class AttentionKind(StrEnum):
@@ -63,6 +78,11 @@ class AttentionFacts(CoreModel):
     cross_attention_layers: tuple[int, ...] = ()
     kv_lora_rank: int | None = None
     qk_rope_head_dim: int | None = None
+    linear_key_heads: int | None = None
+    linear_value_heads: int | None = None
+    linear_key_head_dim: int | None = None
+    linear_value_head_dim: int | None = None
+    linear_conv_kernel: int | None = None
 
 
 class ModelFacts(CoreModel):
@@ -81,6 +101,9 @@ class ModelFacts(CoreModel):
     num_shared_experts: int | None = None
     attention: AttentionFacts = AttentionFacts()
     max_position_embeddings: int | None = None
+    max_model_len: int | None = None
+    max_model_len_source: str | None = None
+    mtp_layers: int | None = None
     dtype: str | None = None
     quantization: QuantizationFacts = QuantizationFacts()
     multimodal: bool = False
@@ -125,6 +148,7 @@ def parse_model_config(text: str, hf_quant_config: str | None = None) -> ModelFa
     heads = first_int(inner, "num_attention_heads", "n_head", "num_heads")
     hidden = first_int(inner, "hidden_size", "n_embd", "d_model")
     attention = _attention(inner)
+    max_len, max_len_source = _max_model_len(inner)
     return ModelFacts(
         architectures=_strings(config.get("architectures")),
         model_type=first_str(config, "model_type"),
@@ -143,6 +167,9 @@ def parse_model_config(text: str, hf_quant_config: str | None = None) -> ModelFa
         num_shared_experts=first_int(inner, "n_shared_experts", "num_shared_experts"),
         attention=attention,
         max_position_embeddings=first_int(inner, "max_position_embeddings", "n_positions"),
+        max_model_len=max_len,
+        max_model_len_source=max_len_source,
+        mtp_layers=next((n for c in (inner, config) if (n := _count(c)) is not None), None),
         dtype=first_str(inner, "dtype", "torch_dtype") or first_str(config, "dtype", "torch_dtype"),
         quantization=quantization,
         multimodal=inner is not config or "vision_config" in config,
@@ -190,21 +217,35 @@ def _attention(config: dict[str, object]) -> AttentionFacts:
     window = first_int(config, "sliding_window")
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
-        return _from_layer_types(layer_types, window)
+        return _from_layer_types(config, layer_types, window)
     if (interval := first_int(config, "full_attention_interval")) and layers:
-        full = tuple(i for i in range(layers) if (i + 1) % interval == 0)
-        return AttentionFacts(kind=AttentionKind.HYBRID_LINEAR, full_attention_layers=full)
+        return _linear(config, tuple(i for i in range(layers) if (i + 1) % interval == 0))
     if window and config.get("use_sliding_window") is not False and layers:
         return _sliding(config, window, layers)
     kind = AttentionKind.FULL if layers else None
     return AttentionFacts(kind=kind, cross_attention_layers=cross)
 
 
-def _from_layer_types(layer_types: list[object], window: int | None) -> AttentionFacts:
+def _linear(config: dict[str, object], full: tuple[int, ...]) -> AttentionFacts:
+    """Hybrid linear attention; the Gated-DeltaNet state sizes where the config gives them."""
+    return AttentionFacts(
+        kind=AttentionKind.HYBRID_LINEAR,
+        full_attention_layers=full,
+        linear_key_heads=first_int(config, "linear_num_key_heads"),
+        linear_value_heads=first_int(config, "linear_num_value_heads"),
+        linear_key_head_dim=first_int(config, "linear_key_head_dim"),
+        linear_value_head_dim=first_int(config, "linear_value_head_dim"),
+        linear_conv_kernel=first_int(config, "linear_conv_kernel_dim"),
+    )
+
+
+def _from_layer_types(
+    config: dict[str, object], layer_types: list[object], window: int | None
+) -> AttentionFacts:
     """`layer_types` names each layer: full, sliding or linear attention."""
     full = tuple(i for i, kind in enumerate(layer_types) if kind == "full_attention")
     if any(isinstance(kind, str) and "linear" in kind for kind in layer_types):
-        return AttentionFacts(kind=AttentionKind.HYBRID_LINEAR, full_attention_layers=full)
+        return _linear(config, full)
     if "sliding_attention" in layer_types:
         return AttentionFacts(
             kind=AttentionKind.SLIDING_WINDOW,
@@ -227,6 +268,61 @@ def _sliding(config: dict[str, object], window: int, layers: int) -> AttentionFa
         sliding_window_pattern=pattern,
         full_attention_layers=full,
     )
+
+
+def _max_model_len(config: dict[str, object]) -> tuple[int | None, str | None]:
+    """The most context vLLM accepts, and how it got there (None: config.json does not say)."""
+    model_type = str(config.get("model_type") or "")
+    lengths = {key: n for key in _LENGTH_KEYS if (n := first_int(config, key)) is not None}
+    if "model_max_length" in lengths:
+        key = "model_max_length"
+    elif lengths:
+        key = min(lengths, key=lambda k: lengths[k])
+    elif model_type in _DEFAULT_POSITIONS:
+        lengths = {"max_position_embeddings": _DEFAULT_POSITIONS[model_type]}
+        key = "max_position_embeddings"
+    else:
+        return None, None
+    source = f"{key} {lengths[key]:,}"
+    if "gemma3" in model_type:  # vLLM: Gemma 3's positions are already scaled
+        return lengths[key], source
+    base, factor, kind = _rope_scaling(config, lengths[key])
+    if factor == 1.0 and base == lengths[key]:
+        return base, source
+    if kind == "yarn":
+        source = f"original_max_position_embeddings {base:,}"
+    return int(base * factor), f"{source} x {kind} rope scaling {factor:g}"
+
+
+def _rope_scaling(config: dict[str, object], length: int) -> tuple[int, float, str]:
+    """(base length, factor, rope type) as vLLM applies `rope_scaling`/`rope_parameters`."""
+    section = config.get("rope_parameters") or config.get("rope_scaling")
+    if not isinstance(section, dict):
+        return length, 1.0, ""
+    parts = [v for v in section.values() if isinstance(v, dict)]
+    if not parts or len(parts) != len(section):  # one section, or one per layer type
+        parts = [section]
+    base, factor, kind = length, 1.0, ""
+    for part in parts:
+        kind = str(part.get("rope_type") or part.get("type") or "default")
+        if kind in ("su", "longrope", "llama3"):
+            continue
+        value = part.get("factor")
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            factor = float(value)
+        original = first_int(part, "original_max_position_embeddings")
+        if kind == "yarn" and original is not None:
+            base = original
+    return base, factor, kind
+
+
+def _count(config: dict[str, object]) -> int | None:
+    """The number of MTP (draft) layers the config states, 0 included; None if silent."""
+    for key in _MTP_KEYS:
+        value = config.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+    return None
 
 
 def _period(full: tuple[int, ...]) -> int | None:

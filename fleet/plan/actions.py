@@ -14,6 +14,7 @@ from pydantic import Field, model_validator
 
 from fleet.base import CoreModel
 from fleet.plan.diff import FieldChange
+from fleet.plan.predict import Prediction
 
 
 class ActionKind(StrEnum):
@@ -65,6 +66,7 @@ class Action(CoreModel):
     wave: Wave = Wave.SEATS
     reasons: tuple[str, ...] = ()
     changes: tuple[FieldChange, ...] = ()
+    prediction: Prediction | None = None  # what a created or replaced seat will get
     adopts: str | None = Field(
         None, description="a hand-made container this seat takes over (stopped, then removed)"
     )

@@ -5,6 +5,13 @@ reachable, the model directory must exist there, the seat must fit in the GPUs' 
 free memory (weights from the seat's last logged figure, else the model's size on disk,
 plus its KV budget and a fixed engine overhead), and the image's vLLM must know every flag
 fleet renders (e.g. --kv-cache-memory-bytes came in vLLM 0.11).
+
+From the predictions (`fleet.plan.predict`, `fleet.plan.fit`), what the engine or the
+health gate would refuse: a context above what config.json allows (unless the seat's env
+sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), a KV budget that holds less than one request of
+the context, a concurrency outside the seat's band, the seats desired/ puts on a GPU
+needing more than it has (with those that stay), an MTP method on a model without MTP
+layers and a drafter that is not on the host. Each names the numbers and the fix.
 """
 
 from __future__ import annotations
@@ -12,14 +19,40 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from fleet.engines import engine_for
+from fleet.engines import engine_for, vllm
+from fleet.facts.kv_estimate import GIB
 from fleet.observed.models import Observation, ObservedGpu, ObservedHost
+from fleet.plan import fit, predict
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker
+from fleet.plan.predict import ENGINE_OVERHEAD_MIB, MIB, Basis, PredictionSource
 from fleet.spec.images import parse_image
-from fleet.spec.models import DesiredFleet, Seat
+from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
+from fleet.spec.speculative import MTP_METHODS
 
-MIB = 1024**2
-ENGINE_OVERHEAD_MIB = 1024  # CUDA context, activations and graphs beside weights and KV
+LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+
+
+def _names(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Model families vLLM drafts MTP tokens for (SpeculativeConfig.hf_config_override).
+MTP_MODEL_TYPES = (
+    _names(
+        "deepseek_v3 deepseek_v32 deepseek_v4 deepseek_mtp glm_moe_dsa dots3_note pangu_ultra_moe "
+        "kimi_k3 ernie4_5_moe nemotron_h nemotron_h_puzzle qwen3_next qwen4_exp qwen4_exp_text "
+        "qwen3_5 qwen3_5_moe qwen3_5_text qwen3_5_moe_text intern_s2_preview interns2_mobius "
+        "bailing_hybrid exaone_moe exaone4_5 longcat_flash longcat_flash_ngram step3p5 step3p7 "
+        "hy_v3 hy_v4 inkling_model inkling_mm_model minimax_m3_vl glm5_next"
+    )
+    | MTP_METHODS
+)
+MTP_ARCHITECTURES = _names(
+    "MiMoForCausalLM MiMoV2ForCausalLM MiMoV2OmniForCausalLM MiMoV2FlashForCausalLM "
+    "Glm4MoeForCausalLM Glm4MoeLiteForCausalLM GlmOcrForConditionalGeneration "
+    "BailingMoeV2_5ForCausalLM BailingMoeV3ForCausalLM Step3p5ForCausalLM "
+    "MiniMaxM3SparseForConditionalGeneration"
+)
 
 
 def find_blockers(
@@ -52,6 +85,8 @@ def _seat_blockers(
         )
     yield from _flag_blockers(seat)
     yield from _memory_blockers(desired, host, seat, ledgers)
+    if seat.engine == vllm.NAME:
+        yield from _prediction_blockers(desired, observation, host, seat)
 
 
 def _flag_blockers(seat: Seat) -> Iterator[Blocker]:
@@ -148,6 +183,136 @@ def _weights_mib(host: ObservedHost, seat: Seat) -> int | None:
     if info is None or info.size_bytes is None:
         return None
     return info.size_bytes // len(seat.gpus) // MIB
+
+
+def _prediction_blockers(
+    desired: DesiredFleet, observation: Observation, host: ObservedHost, seat: Seat
+) -> Iterator[Blocker]:
+    base = predict.basis(desired, observation, seat)
+    yield from _context_blockers(seat, base)
+    yield from _kv_blockers(desired, seat, base)
+    yield from _speculative_blockers(host, seat)
+    yield from _gpu_blockers(desired, observation, seat)
+
+
+def _context_blockers(seat: Seat, base: Basis) -> Iterator[Blocker]:
+    limit = base.max_model_len
+    allowed = seat.env.get(LONG_CONTEXT_ENV, "").strip().lower() in ("1", "true")
+    if limit is None or seat.context <= limit or allowed:
+        return
+    yield Blocker(
+        target=seat.name,
+        message=f"context {seat.context:,} is above the {limit:,} tokens {seat.model} allows "
+        f"({base.max_model_len_source} in config.json), which vLLM refuses: set context to at "
+        f"most {limit:,}, or env {LONG_CONTEXT_ENV}: '1' (positions past it break the model)",
+    )
+
+
+def _kv_blockers(desired: DesiredFleet, seat: Seat, base: Basis) -> Iterator[Blocker]:
+    tokens, budget = predict.kv_tokens(base, seat), predict.kv_budget(base, seat)
+    if tokens is None or budget is None:
+        return
+    band = seat.band(desired.settings.concurrency_band)
+    figures = f"{_budget_text(seat, budget)} -> {tokens:,} KV tokens ({base.source})"
+    concurrency = tokens / seat.context
+    if _refuses(base, seat, budget, tokens):
+        yield Blocker(
+            target=seat.name,
+            message=f"{figures}, less than one {seat.context:,}-token request needs, so vLLM "
+            f"refuses to start: {_fix(seat, base, band)}",
+        )
+    elif not band.min <= concurrency <= band.max:
+        yield Blocker(
+            target=seat.name,
+            message=f"{figures} = {concurrency:.2f}x, outside its band {band.min:g}x.."
+            f"{band.max:g}x, so the health gate would roll it back: {_fix(seat, base, band)}",
+        )
+
+
+def _budget_text(seat: Seat, budget: int) -> str:
+    kv = f"KV {predict.size_text(budget)}"
+    fraction = seat.gpu_memory_utilization
+    return kv if fraction is None else f"gpu_memory_utilization {fraction:g} leaves {kv}"
+
+
+def _refuses(base: Basis, seat: Seat, budget: int, tokens: int) -> bool:
+    """vLLM's start check: the budget must hold one request of the whole context."""
+    if base.source is PredictionSource.EXACT or base.layout is None:
+        return tokens < seat.context
+    return base.layout.request_bytes(seat.context) > budget
+
+
+def _fix(seat: Seat, base: Basis, band: ConcurrencyBand) -> str:
+    budgets = fit.band_budgets(base, seat, band)
+    if budgets is None:
+        return f"no KV budget keeps a {seat.context:,} context in the band; change the context"
+    most = fit.largest_kv(base, seat)
+    layout = fit.sizing_layout(base)
+    if most is not None and layout is not None and budgets.low > most:
+        context = int(layout.tokens(most) / band.min) // 1024 * 1024
+        return (
+            f"the band needs at least {_gib(budgets.low, True)} of KV but GPU "
+            f"{', '.join(map(str, seat.gpus))} leaves at most {_gib(most, False)} beside the "
+            f"weights: lower the context to {context:,} or less, or spread the seat over more "
+            "GPUs"
+        )
+    fix = f"kv_cache_bytes between {_gib(budgets.low, True)} and {_gib(budgets.high, False)}"
+    low = fit.utilization_for(base, budgets.low)
+    high = fit.utilization_for(base, budgets.high, up=False)
+    if seat.gpu_memory_utilization is not None and low is not None and high is not None:
+        fix = f"gpu_memory_utilization between {low:.3f} and {min(high, 1.0):.3f} (or {fix})"
+    return f"set {fix}, or run fleet fit {seat.name}"
+
+
+def _gib(size: int, up: bool) -> str:
+    """A budget in GiB to one decimal, rounded into the range it bounds."""
+    tenths = size / GIB * 10
+    value = (-(-tenths // 1) if up else tenths // 1) / 10
+    return f"{value:.1f}GiB" if value >= 1 else f"{(size // MIB) + (1 if up else 0):,}MiB"
+
+
+def has_mtp_layers(
+    model_types: tuple[str | None, ...], architecture: str | None, layers: int | None
+) -> bool | None:
+    """Whether a model carries MTP layers vLLM can draft with (None: cannot tell)."""
+    if layers is not None:
+        return layers > 0
+    if architecture in MTP_ARCHITECTURES or any(t in MTP_MODEL_TYPES for t in model_types):
+        return None
+    return False if architecture or any(model_types) else None
+
+
+def _speculative_blockers(host: ObservedHost, seat: Seat) -> Iterator[Blocker]:
+    spec = seat.speculative
+    if spec is None:
+        return
+    if spec.draft_model:
+        if spec.draft_model.rstrip("/") in host.missing_paths:
+            yield Blocker(
+                target=seat.name,
+                message=f"draft model {spec.draft_model} ({spec.method}) does not exist on "
+                f"{seat.host}",
+            )
+        return
+    info = host.models.get(seat.model.rstrip("/"))
+    if spec.method not in MTP_METHODS or info is None or info.config_error:
+        return
+    facts = predict.model_facts(info)
+    types = (info.model_type, facts.text_model_type if facts else None)
+    layers = facts.mtp_layers if facts else None
+    if has_mtp_layers(types, info.architecture, layers) is False:
+        kind = ", ".join(t for t in (*types, info.architecture) if t)
+        yield Blocker(
+            target=seat.name,
+            message=f"speculative method {spec.method} drafts with the model's own MTP "
+            f"layers, but config.json of {seat.model} ({kind}) has none: drop speculative, "
+            "or draft with a separate model (eagle3, draft_model) named in draft_model",
+        )
+
+
+def _gpu_blockers(desired: DesiredFleet, observation: Observation, seat: Seat) -> Iterator[Blocker]:
+    for message in fit.overcommitted(desired, observation, seat):
+        yield Blocker(target=seat.name, message=message)
 
 
 def _gateway_blockers(observation: Observation) -> Iterator[Blocker]:

@@ -16,8 +16,8 @@ from fleet.base import CoreModel
 from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
-from fleet.plan import blockers
-from fleet.plan.actions import Action, ActionKind, Blocker, NoOp, Wave
+from fleet.plan import blockers, fit
+from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
 from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
@@ -86,7 +86,7 @@ def make_plan(
         if only_seats and name not in only_seats:
             continue
         seat_actions, noop = _seat_action(desired, observation, name)
-        actions += seat_actions
+        actions += [_predicted(desired, observation, a) for a in seat_actions]
         noops += [noop] if noop else []
     actions += alias_actions(desired, observation, only=only_seats)
     actions += _removals(desired, observation, prune, only_seats)
@@ -106,6 +106,14 @@ def make_plan(
         drift_diff=drift_diff,
         fingerprint=fingerprint(desired, observation, tuple(actions)),
     )
+
+
+def _predicted(desired: DesiredFleet, observation: Observation, action: Action) -> Action:
+    """A created or replaced seat's action with what its engine is predicted to get."""
+    if action.kind not in SEAT_CHANGES or action.target not in desired.seats:
+        return action
+    prediction = fit.predict_seat(desired, observation, desired.seats[action.target])
+    return action.model_copy(update={"prediction": prediction})
 
 
 def describe(seat: Seat) -> str:

@@ -2,6 +2,9 @@
 
 Pure: returns text (terminal lines come with a style name the CLI maps to colours).
 The Markdown is kept under `MARKDOWN_LIMIT` characters, long parts truncated with a note.
+A created or replaced seat shows its prediction beside its action: KV tokens and
+concurrency against the band, where the figure came from, its GPUs' memory, and what
+could not be read.
 """
 
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 from fleet.base import Severity
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
+from fleet.plan.predict import Prediction
 
 STYLE_OF = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "dim"}
 
@@ -69,11 +73,25 @@ def plan_lines(plan: Plan, *, diff: bool = False) -> list[Line]:
                 ("yellow", f"      ~ {c.field}: {_value(c.old)} -> {_value(c.new)}")
                 for c in action.changes
             ]
+            if action.prediction is not None:
+                lines += prediction_lines(action.prediction)
     if plan.noops:
         lines.append(("bold", "\nIn sync"))
         lines += [("dim", f"  = {n.target}: {n.reason}") for n in plan.noops]
     lines += _tail_lines(plan, diff)
     return lines
+
+
+def prediction_lines(prediction: Prediction) -> list[Line]:
+    """`= KV 10GiB -> ~109,000 tokens = 1.67x (band 1.2x..2.5x), estimate`, its GPUs, gaps."""
+    band = prediction.band
+    inside = prediction.concurrency is None or band.min <= prediction.concurrency <= band.max
+    lines: list[Line] = [("cyan" if inside else "red", f"      = {prediction.describe()}")]
+    lines += [
+        ("dim", f"      = GPU {gpu}: {m.used_mib:,} of {m.total_mib:,} MiB with every seat on it")
+        for gpu, m in sorted(prediction.gpu_memory.items())
+    ]
+    return lines + [("dim", f"      ? {note}") for note in prediction.unknown]
 
 
 def _tail_lines(plan: Plan, diff: bool) -> list[Line]:
@@ -112,7 +130,7 @@ def plan_markdown(plan: Plan) -> str:
     head += ["| | action | target | why |", "|---|---|---|---|"]
     head += [
         f"| {SYMBOL[a.kind][0]} | {a.kind.value} | `{a.target}` | "
-        f"{'; '.join(a.reasons).replace('|', '/')} |"
+        f"{'; '.join(_why(a)).replace('|', '/')} |"
         for a in plan.actions
     ]
     if not plan.actions:
@@ -120,6 +138,12 @@ def plan_markdown(plan: Plan) -> str:
     body = [_details(a) for a in plan.actions if a.changes]
     tail = _markdown_tail(plan)
     return _fit("\n".join(head) + "\n", body, tail)
+
+
+def _why(action: Action) -> list[str]:
+    """An action's reasons, and its prediction when it has one."""
+    prediction = action.prediction
+    return [*action.reasons, *([prediction.describe()] if prediction else [])]
 
 
 def _details(action: Action) -> str:

@@ -18,6 +18,7 @@ import typer
 from fleet.errors import FleetError, ValidationFailed
 from reconciler.cli import apply as cli_apply
 from reconciler.cli import bench as cli_bench
+from reconciler.cli import fit as cli_fit
 from reconciler.cli import importer as cli_importer
 from reconciler.cli import observe as cli_observe
 from reconciler.cli import plan as cli_plan
@@ -35,6 +36,7 @@ COMMAND_MODULES = (
     cli_apply,
     cli_importer,
     cli_bench,
+    cli_fit,
     cli_reconcile,
 )
 USAGE_ERRORS: tuple[type[Exception], ...] = (click.ClickException, typer.TyperException)

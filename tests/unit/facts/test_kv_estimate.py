@@ -8,7 +8,14 @@ from types import ModuleType
 
 import pytest
 
-from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tokens
+from fleet.facts.kv_estimate import (
+    GIB,
+    estimate_kv_bytes_per_token,
+    estimate_kv_tokens,
+    kv_dtype,
+    kv_layout,
+    pipeline_parallel,
+)
 from fleet.facts.model_config import ModelFacts, parse_model_config
 from fleet.facts.vllm_log import parse_vllm_log
 from tests.conftest import CORPUS, REPO
@@ -140,3 +147,121 @@ def test_report_script_prints_the_ratio(capsys: pytest.CaptureFixture[str]) -> N
     assert "v0.15.0rc2_v1_llama3-8b-w4a16-awq-compressed-tensors_offline-LLM.log" in out
     assert "logged/est.  1.0000" in out
     assert "the log states no KV GiB" in out
+
+
+# The KV layout vLLM builds, per attention kind, on the corpus configs: (id, config, kv
+# dtype, tp, pp, drafter layers, speculative tokens, block size, layers per group, groups,
+# tokens of a 22 GiB budget).
+GEMMA3 = "gemma-3-27b-it_sliding-window_nested-text_config.config.json"
+QWEN35 = "qwen3.5-27b_hybrid-linear-attention_nested-text_config.config.json"
+MLLAMA = "llama-3.2-90b-vision-instruct_mllama_nested-text_config.config.json"
+LAYOUTS = [
+    ("gqa", LLAMA, "auto", 1, 1, 0, 0, 16, 32, 1, 22 * GIB // (32 * 2 * 8 * 128 * 2)),
+    ("gqa-fp8-halves", LLAMA, "fp8", 1, 1, 0, 0, 16, 32, 1, 22 * GIB // (32 * 2 * 8 * 128)),
+    ("gqa-tp4-splits-heads", QWEN3, "auto", 4, 1, 0, 0, 16, 64, 1, 22 * GIB // (64 * 2 * 2 * 256)),
+    ("gqa-tp16-replicates", QWEN3, "auto", 16, 1, 0, 0, 16, 64, 1, 22 * GIB // (64 * 2 * 1 * 256)),
+    ("gqa-pp2-splits-layers", QWEN3, "auto", 1, 2, 0, 0, 16, 32, 1, 22 * GIB // (32 * 2 * 8 * 256)),
+    # 61 MLA layers plus the MTP layer: one latent of 512 + 64 per token and layer.
+    ("mla-with-mtp-tp8", DEEPSEEK, "auto", 8, 1, 1, 0, 16, 62, 1, 330_720),
+    # 10 full + 52 sliding-window layers: groups of 10, 1 full + 6 sliding (padded) groups;
+    # vLLM reports num_blocks // 7 groups * 16 tokens.
+    ("sliding-window-groups", GEMMA3, "auto", 1, 1, 0, 0, 16, 10, 7, 41_184),
+    # 16 full + 48 Gated-DeltaNet layers: an attention block of 400 tokens holds one
+    # layer's state (1,634,304 B); groups of 16, 1 full + 3 state groups.
+    ("hybrid-linear", QWEN35, "auto", 1, 1, 0, 0, 400, 16, 4, 90_000),
+    # Its MTP layer joins the full layers (17), and 3 speculative tokens widen the state.
+    ("hybrid-linear-mtp-k3", QWEN35, "auto", 1, 1, 1, 3, 416, 17, 4, 84_448),
+    # 100 layers, 20 cross-attention: the 80 self-attention layers of the text model.
+    ("multimodal-cross-attention", MLLAMA, "auto", 1, 1, 0, 0, 16, 80, 1, 22 * GIB // 327_680),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "dtype", "tp", "pp", "extra", "k", "block", "per_group", "groups", "tokens"),
+    [case[1:] for case in LAYOUTS],
+    ids=[case[0] for case in LAYOUTS],
+)
+def test_kv_layout_per_attention_kind(
+    config: str,
+    dtype: str,
+    tp: int,
+    pp: int,
+    extra: int,
+    k: int,
+    block: int,
+    per_group: int,
+    groups: int,
+    tokens: int,
+) -> None:
+    layout = kv_layout(facts(config), dtype, tp, pp, extra, k)
+    assert layout is not None
+    assert (layout.block_size, layout.layers_per_group, len(layout.groups)) == (
+        block,
+        per_group,
+        groups,
+    )
+    expected = tokens // block * block if groups == 1 else tokens  # whole blocks
+    assert layout.tokens(22 * GIB) == expected
+    assert layout.tokens(layout.budget_for(expected)) >= expected
+    assert (
+        layout.tokens(layout.largest_budget(expected))
+        <= expected
+        < layout.tokens(layout.largest_budget(expected) + layout.block_bytes * len(layout.groups))
+    )
+
+
+def test_layout_unknown_where_facts_are_thin() -> None:
+    assert kv_layout(facts(LLAMA), "nvfp4") is None
+    assert kv_layout(ModelFacts()) is None
+    no_state = facts(QWEN35).model_copy(
+        update={"attention": facts(QWEN35).attention.model_copy(update={"linear_key_heads": None})}
+    )
+    assert kv_layout(no_state) is None
+
+
+def test_one_request_of_the_context_is_what_vllm_checks() -> None:
+    """Full attention needs the whole context in blocks; a hybrid model far less."""
+    llama = kv_layout(facts(LLAMA))
+    assert llama is not None and llama.request_bytes(8192) == 512 * 16 * 32 * 4096
+    qwen = kv_layout(facts(QWEN35))
+    assert qwen is not None
+    # 262,144 tokens: 656 full-attention blocks plus one state block per state group.
+    assert qwen.request_bytes(262144) == (656 + 3) * 16 * 400 * 4096
+    # vLLM's own Maximum concurrency at 22 GiB: the 1.37x the operators recorded for sec.
+    assert round(qwen.max_concurrency(22 * GIB, 262144), 2) == 1.37
+    assert qwen.tokens(22 * GIB) / 262144 < 0.35  # tokens / context is not that figure
+
+
+def test_layout_tokens_against_a_logged_budget() -> None:
+    """Llama-3-8B at 64.73 GiB: the block-rounded estimate equals the log to 0.01 GiB."""
+    report = parse_vllm_log((CORPUS / "vllm-logs" / PAIRS[0][1]).read_text())
+    layout = kv_layout(facts(LLAMA))
+    assert layout is not None and report.kv_cache_gib is not None
+    assert report.kv_cache_tokens is not None
+    assert abs(layout.tokens(int(report.kv_cache_gib * GIB)) - report.kv_cache_tokens) <= 32
+
+
+@pytest.mark.parametrize(
+    ("argv", "dtype", "pp"),
+    [
+        ((), "auto", 1),
+        (("--kv-cache-dtype", "fp8", "-pp", "2"), "fp8", 2),
+        (("--kv-cache-dtype=FP8_E4M3", "--pipeline-parallel-size=4"), "fp8_e4m3", 4),
+        (("--pipeline-parallel-size", "x"), "auto", 1),
+    ],
+    ids=["defaults", "separate-values", "equals-values", "not-a-number"],
+)
+def test_flags_that_change_the_layout(argv: tuple[str, ...], dtype: str, pp: int) -> None:
+    assert (kv_dtype(argv), pipeline_parallel(argv)) == (dtype, pp)
+
+
+def test_report_script_sums_up_the_error_per_attention_kind(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    script = load_report_script()
+    assert script.main([str(CORPUS)]) == 0
+    out = capsys.readouterr().out
+    assert "plan est.    530256" in out and "error        0.006%" in out
+    assert "  outside 10%: none" in out
+    assert "not measured (no corpus log with its config and KV GiB): hybrid-linear, mla" in out
+    assert "v0.29.0_v1-mrv2_gemma4-26b-a4b-fp8-dynamic_kv-cache-dtype-fp8_l40s.log" in out

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -450,3 +451,130 @@ def test_explain_json_has_exactly_the_documented_keys() -> None:
 
 def test_every_model_config_in_the_corpus_has_a_case() -> None:
     assert {path.name for path in CONFIGS.iterdir()} == COVERED
+
+
+LAB_FLASH = CORPUS.parent / "lab" / "models" / "Qwen3-30B-A3B-NVFP4.config.json"
+# The most context vLLM accepts (_get_and_verify_max_len): (id, config file, max, source).
+MAX_LENGTHS = [
+    (
+        "yarn-over-original",
+        CONFIGS / "deepseek-v3_mla_moe_fp8-block.config.json",
+        163840,
+        "original_max_position_embeddings 4,096 x yarn rope scaling 40",
+    ),
+    (
+        "yarn-raises-the-positions",
+        LAB_FLASH,
+        131072,
+        "original_max_position_embeddings 32,768 x yarn rope scaling 4",
+    ),
+    (
+        "llama3-rope-not-scaled",
+        CONFIGS / "llama-3.1-8b-instruct_dense.config.json",
+        131072,
+        "max_position_embeddings 131,072",
+    ),
+    (
+        "gemma3-default-not-scaled-again",
+        CONFIGS / "gemma-3-27b-it_sliding-window_nested-text_config.config.json",
+        131072,
+        "max_position_embeddings 131,072",
+    ),
+    (
+        "plain",
+        CONFIGS / "tinyllama-1.1b-chat_compressed-tensors_fp8_kv_cache_scheme-fp8.config.json",
+        2048,
+        "max_position_embeddings 2,048",
+    ),
+    (
+        "default-rope-parameters",
+        CONFIGS / "qwen3.5-27b_hybrid-linear-attention_nested-text_config.config.json",
+        262144,
+        "max_position_embeddings 262,144",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "length", "source"),
+    [case[1:] for case in MAX_LENGTHS],
+    ids=[case[0] for case in MAX_LENGTHS],
+)
+def test_max_model_len_as_vllm_derives_it(path: Path, length: int, source: str) -> None:
+    facts = parse_model_config(path.read_text())
+    assert (facts.max_model_len, facts.max_model_len_source) == (length, source)
+
+
+SYNTHETIC_LENGTHS = [
+    (
+        "linear-factor",
+        {"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": 2.0}},
+        8192,
+    ),
+    (
+        "dynamic-factor",
+        {"max_position_embeddings": 4096, "rope_scaling": {"rope_type": "dynamic", "factor": 4}},
+        16384,
+    ),
+    (
+        "longrope-not-scaled",
+        {"max_position_embeddings": 131072, "rope_scaling": {"type": "longrope", "factor": 32}},
+        131072,
+    ),
+    ("smallest-key", {"max_position_embeddings": 8192, "seq_length": 4096}, 4096),
+    ("model-max-length-wins", {"max_position_embeddings": 8192, "model_max_length": 16384}, 16384),
+    (
+        "per-layer-type",
+        {
+            "max_position_embeddings": 4096,
+            "rope_parameters": {
+                "full_attention": {"rope_type": "linear", "factor": 2.0},
+                "sliding_attention": {"rope_type": "default"},
+            },
+        },
+        8192,
+    ),
+    (
+        "odd-factor-ignored",
+        {"max_position_embeddings": 4096, "rope_scaling": {"type": "linear", "factor": "x"}},
+        4096,
+    ),
+    ("no-length", {"num_hidden_layers": 2}, None),
+]
+
+
+@pytest.mark.parametrize(
+    ("config", "length"),
+    [case[1:] for case in SYNTHETIC_LENGTHS],
+    ids=[case[0] for case in SYNTHETIC_LENGTHS],
+)
+def test_max_model_len_rules(config: dict[str, object], length: int | None) -> None:
+    assert parse_model_config(json.dumps(config)).max_model_len == length
+
+
+@pytest.mark.parametrize(
+    ("config", "layers"),
+    [
+        ({"num_nextn_predict_layers": 1}, 1),
+        ({"text_config": {"mtp_num_hidden_layers": 2, "num_hidden_layers": 4}}, 2),
+        ({"num_nextn_predict_layers": 0}, 0),
+        ({"num_hidden_layers": 4}, None),
+        ({"num_nextn_predict_layers": True}, None),
+    ],
+    ids=["deepseek-key", "qwen3.5-key-in-text-config", "zero-is-said", "silent", "odd-value"],
+)
+def test_mtp_layers(config: dict[str, object], layers: int | None) -> None:
+    assert parse_model_config(json.dumps(config)).mtp_layers == layers
+
+
+def test_gated_deltanet_state_sizes() -> None:
+    attention = parse_model_config(
+        (CONFIGS / "qwen3.5-27b_hybrid-linear-attention_nested-text_config.config.json").read_text()
+    ).attention
+    assert (
+        attention.linear_key_heads,
+        attention.linear_value_heads,
+        attention.linear_key_head_dim,
+        attention.linear_value_head_dim,
+        attention.linear_conv_kernel,
+    ) == (16, 48, 128, 128, 4)

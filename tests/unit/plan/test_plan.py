@@ -14,6 +14,7 @@ from fleet.render.compose import render_service
 from fleet.render.gateway import render_gateway_config
 from fleet.spec.models import DesiredFleet, Seat
 from tests.unit.plan.fakes import gateway_in_sync, in_sync, live_seat
+from tests.unit.plan.models import engines_as_logged, with_models
 from tests.unit.render.test_compose import example
 
 Edit = Callable[[DesiredFleet, Observation], Observation]
@@ -391,3 +392,179 @@ def test_changes_are_named_key_by_key(
     (action,) = [a for a in make_plan(fleet, observed).actions if a.target == "coder"]
     assert [(c.field, c.old, c.new) for c in action.changes] == changes
     assert "compose definition" not in [c.field for c in action.changes]
+
+
+# What the engine or the health gate would refuse, predicted from config.json and the
+# seats' logs before anything starts (tests/unit/plan/models.py sets the model facts).
+TINYLLAMA, FLASH_MODEL = "/models/TinyLlama-1.1B-Chat-FP8", "/models/Qwen3-30B-A3B-NVFP4"
+REAL_WEIGHTS = {"coder": 1.05, "embed": 0.08, "rerank": 0.08, "flash": 17.0, "char-rp": 51.0}
+
+
+def predicted(fleet: DesiredFleet, parsed: bool, *models: str) -> Plan:
+    """The plan for `fleet` on the in-sync example fleet, its models' facts observed."""
+    observed = engines_as_logged(in_sync(example()), REAL_WEIGHTS)
+    return make_plan(fleet, with_models(observed, parsed=parsed, only=models))
+
+
+def messages(plan: Plan, target: str) -> list[str]:
+    return [b.message for b in plan.blockers if b.target == target]
+
+
+CONTEXT_CASES = [
+    (
+        "above-the-derived-maximum",
+        {"seats/coder.yaml": ("context: 2048", "context: 4096")},
+        [
+            "context 4,096 is above the 2,048 tokens /models/TinyLlama-1.1B-Chat-FP8 allows "
+            "(max_position_embeddings 2,048 in config.json), which vLLM refuses: set context to "
+            "at most 2,048, or env VLLM_ALLOW_LONG_MAX_MODEL_LEN: '1' (positions past it break "
+            "the model)"
+        ],
+    ),
+    (
+        "allowed-by-the-env",
+        {
+            "seats/coder.yaml": (
+                "context: 2048",
+                "context: 4096\nenv: {VLLM_ALLOW_LONG_MAX_MODEL_LEN: '1'}",
+            )
+        },
+        [],
+    ),
+    ("at-the-maximum", {"seats/coder.yaml": ("context: 2048", "context: 1024")}, []),
+]
+
+
+@pytest.mark.parametrize(
+    ("edits", "expected"), [c[1:] for c in CONTEXT_CASES], ids=[c[0] for c in CONTEXT_CASES]
+)
+def test_plan_refuses_a_context_the_model_does_not_allow(
+    edits: dict[str, tuple[str, str]], expected: list[str]
+) -> None:
+    plan = predicted(example(edits), True, TINYLLAMA)
+    (action,) = [a for a in plan.actions if a.target == "coder"]
+    assert action.kind is ActionKind.REPLACE_SEAT
+    assert messages(plan, "coder") == expected
+
+
+def test_plan_refuses_a_concurrency_outside_the_band() -> None:
+    """flash at 32,768 tokens keeps 10 GiB: 109,216 KV tokens, 3.33x (the gate's verdict)."""
+    fleet = example({"seats/flash.yaml": ("context: 65536", "context: 32768")})
+    plan = predicted(fleet, False, FLASH_MODEL)
+    assert (
+        "KV 10GiB -> 109,216 KV tokens (estimate) = 3.33x, outside its band 1.2x..2.5x, so "
+        "the health gate would roll it back: set kv_cache_bytes between 3.7GiB and 7.5GiB, "
+        "or run fleet fit flash"
+    ) in messages(plan, "flash")
+    (action,) = [a for a in plan.actions if a.target == "flash"]
+    assert action.prediction is not None
+    assert (action.prediction.kv_tokens, action.prediction.source) == (109216, "estimate")
+
+
+def test_plan_refuses_a_budget_below_one_request() -> None:
+    fleet = example({"seats/flash.yaml": ("kv_cache_bytes: 10GiB", "kv_cache_bytes: 4GiB")})
+    assert (
+        "KV 4GiB -> 43,680 KV tokens (estimate), less than one 65,536-token request needs, "
+        "so vLLM refuses to start: set kv_cache_bytes between 7.3GiB and 15.0GiB, or run "
+        "fleet fit flash"
+    ) in messages(predicted(fleet, False, FLASH_MODEL), "flash")
+
+
+def _beside_char_rp(fleet: DesiredFleet, **budget: object) -> DesiredFleet:
+    new = fleet.seats["char-rp"].model_copy(
+        update={
+            "name": "scribe",
+            "served_name": "scribe",
+            "port": 8017,
+            "aliases": (),
+            "model": "/models/Llama-3.1-8B-Instruct",
+            "context": 32768,
+            "gpu_memory_utilization": None,
+            **budget,
+        }
+    )
+    return fleet.model_copy(update={"seats": {**fleet.seats, "scribe": new}})
+
+
+OVERCOMMIT = [
+    (
+        "kv-budget",
+        {"kv_cache_bytes": 8 * 1024**3},
+        "needs ~19,456 MiB of tower GPU 1 (97,887 MiB), but the seats that stay beside it "
+        "leave 16,856 MiB (char-rp 78,309 MiB, embed 1,361 MiB, rerank 1,361 MiB); over by "
+        "2,600 MiB: set kv_cache_bytes to at most 5,592MiB, or run fleet fit scribe",
+    ),
+    (
+        "utilization-share",
+        {"gpu_memory_utilization": 0.3},
+        "gpu_memory_utilization 0.3 asks 29,366 MiB of tower GPU 1 (97,887 MiB), but the "
+        "seats that stay beside it leave 16,856 MiB (char-rp 78,309 MiB, embed 1,361 MiB, "
+        "rerank 1,361 MiB): set gpu_memory_utilization to at most 0.172, or run fleet fit "
+        "scribe",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("budget", "message"), [c[1:] for c in OVERCOMMIT], ids=[c[0] for c in OVERCOMMIT]
+)
+def test_plan_refuses_a_seat_the_gpu_cannot_hold_beside_char_rp(
+    budget: dict[str, object], message: str
+) -> None:
+    """nvidia-smi shows half of GPU 1 free, but char-rp's 0.8 share and its neighbours stay."""
+    observed = engines_as_logged(in_sync(example()), REAL_WEIGHTS)
+    tower = observed.hosts["tower"]
+    llama = observed.hosts["rig"].models["/models/Llama-3.1-8B-Instruct"]
+    models = {**tower.models, llama.path: llama}
+    observed.hosts["tower"] = tower.model_copy(update={"models": models})
+    plan = make_plan(_beside_char_rp(example(), **budget), observed)
+    assert [(a.kind, a.target) for a in plan.actions if a.wave == 1] == [
+        (ActionKind.CREATE_SEAT, "scribe")
+    ]
+    assert messages(plan, "scribe") == [message]
+    assert make_plan(example(), observed).blockers == ()
+
+
+SPECULATIVE = [
+    (
+        "mtp-on-a-model-without-mtp-layers",
+        "seats/flash.yaml",
+        ("num_tokens: 3", "num_tokens: 2"),
+        "flash",
+        [
+            "speculative method mtp drafts with the model's own MTP layers, but config.json "
+            "of /models/Qwen3-30B-A3B-NVFP4 (qwen3_moe, Qwen3MoeForCausalLM) has none: drop "
+            "speculative, or draft with a separate model (eagle3, draft_model) named in "
+            "draft_model"
+        ],
+    ),
+    (
+        "mtp-on-a-model-with-mtp-layers",
+        "seats/sec.yaml",
+        ("num_tokens: 3", "num_tokens: 2"),
+        "sec",
+        [],
+    ),
+    (
+        "drafter-missing",
+        "seats/sec.yaml",
+        ("method: qwen3_5_mtp", "method: eagle3\n  draft_model: /models/eagle3-head"),
+        "sec",
+        ["draft model /models/eagle3-head (eagle3) does not exist on tower"],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("rel", "edit", "target", "expected"),
+    [c[1:] for c in SPECULATIVE],
+    ids=[c[0] for c in SPECULATIVE],
+)
+def test_plan_refuses_a_speculative_method_the_model_cannot_run(
+    rel: str, edit: tuple[str, str], target: str, expected: list[str]
+) -> None:
+    observed = with_models(in_sync(example()), only=(FLASH_MODEL, "/models/Qwen3.5-27B"))
+    tower = observed.hosts["tower"]
+    observed.hosts["tower"] = tower.model_copy(update={"missing_paths": ("/models/eagle3-head",)})
+    plan = make_plan(example({rel: edit}), observed)
+    assert [m for m in messages(plan, target) if "speculative" in m or "draft" in m] == expected

@@ -1,0 +1,340 @@
+"""Predictions for a seat before anything starts: its KV tokens, concurrency and GPU memory.
+
+The data (`Prediction`) and the figures of one seat (`basis`, `kv_tokens`, `kv_budget`,
+`footprint_mib`); `fleet.plan.fit` puts the seat among the others on its GPUs, makes the
+prediction every seat action carries (`fleet.plan.plan`) and sizes budgets for
+`fleet.plan.blockers` and `fleet fit`. Pure: desired/ and one read-only `Observation` in.
+
+Each figure says where it came from. `exact`: a startup log on the host ran the same model
+with the same KV budget, tensor parallel size, KV dtype and speculative decoding, so its
+logged KV tokens are reused. `estimate`: from config.json, laid out as vLLM lays out its
+KV cache (`fleet.facts.kv_estimate.kv_layout`); with only the summary observation keeps
+of config.json (`ModelInfo.kv_bytes_per_token`) models whose layers all cache every token.
+A `gpu_memory_utilization` budget is what the fraction leaves after the weights (logged by
+a seat of the same model, else the size on disk) and a fixed engine overhead. A fact that
+cannot be read is named in `unknown`, never guessed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from enum import StrEnum
+
+from pydantic import Field
+
+from fleet.base import CoreModel
+from fleet.engines import vllm
+from fleet.facts.kv_estimate import (
+    GIB,
+    KvLayout,
+    flag_value,
+    kv_dtype,
+    kv_dtype_bytes,
+    kv_layout,
+    layer_token_bytes,
+    pipeline_parallel,
+    uniform_layout,
+)
+from fleet.facts.model_config import ModelFacts
+from fleet.facts.vllm_log import EngineReport
+from fleet.observed.models import ModelInfo, Observation, ObservedHost, ObservedSeat
+from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
+from fleet.units import format_bytes
+
+MIB = 1024**2
+ENGINE_OVERHEAD_MIB = 1024  # CUDA context, activations and graphs beside weights and KV
+# What a utilization fraction spends beside weights and KV, for sizing KV from a fraction:
+# CUDA context and activations, ~0.4 GiB plus 2% of the weights (a 1.5B model at 0.055 of
+# 96 GiB logged 4.70x at 16,384 tokens: ~0.33 GiB beside its weights and KV).
+FRACTION_OVERHEAD_MIB = 400
+# Engine flags that change what a KV budget holds: a log of other values is not exact.
+MEMORY_FLAGS: tuple[str, ...] = ("--block-size", "--max-num-batched-tokens", "--max-num-seqs")
+MEMORY_FLAGS += ("--enforce-eager", "--cpu-offload-gb", "--swap-space")
+DRAFTER_HEAD_LAYERS = 1  # an EAGLE head or MTP module is one decoder layer unless told
+
+
+class PredictionSource(StrEnum):
+    """Where a predicted figure came from."""
+
+    EXACT = "exact"
+    ESTIMATE = "estimate"
+
+
+class GpuMemory(CoreModel):
+    """One GPU once the plan ran: what every seat on it will hold, this one included."""
+
+    used_mib: int
+    total_mib: int
+
+
+class Prediction(CoreModel):
+    """What a seat will get when its engine starts, said before it starts."""
+
+    kv_cache_bytes: int | None = Field(None, description="per-GPU KV budget the figures assume")
+    kv_tokens: int | None = Field(None, description="the engine's `GPU KV cache size`")
+    concurrency: float | None = Field(None, description="KV tokens / context")
+    engine_concurrency: float | None = Field(
+        None, description="vLLM's own `Maximum concurrency` (not tokens / context for hybrids)"
+    )
+    source: PredictionSource | None = Field(None, description="exact (a log) or estimate")
+    band: ConcurrencyBand
+    max_model_len: int | None = Field(None, description="most context config.json allows")
+    gpu_memory: dict[int, GpuMemory] = Field(default_factory=dict)
+    unknown: tuple[str, ...] = Field((), description="facts that could not be read")
+
+    def describe(self) -> str:
+        """`KV 10GiB -> ~109,000 tokens = 3.33x (band 1.2x..2.5x), estimate`."""
+        band = f"band {self.band.min:g}x..{self.band.max:g}x"
+        kv = "KV" if self.kv_cache_bytes is None else f"KV {size_text(self.kv_cache_bytes)}"
+        if self.kv_tokens is None or self.concurrency is None:
+            return f"{kv}: KV tokens cannot be predicted ({band})"
+        exact = self.source is PredictionSource.EXACT
+        tokens = f"{self.kv_tokens:,}" if exact else f"~{_rounded(self.kv_tokens):,}"
+        text = f"{kv} -> {tokens} tokens = {self.concurrency:.2f}x ({band}), {self.source}"
+        engine = self.engine_concurrency
+        if engine and abs(engine - self.concurrency) > 0.05 * max(engine, self.concurrency):
+            text += f"; vLLM's own Maximum concurrency {engine:.2f}x"
+        return text
+
+
+class Basis(CoreModel):
+    """What a seat's figures rest on, read off its host's observation."""
+
+    layout: KvLayout | None = None
+    exact: EngineReport | None = Field(None, description="the log of this configuration")
+    weights_mib: int | None = None
+    total_mib: int | None = Field(None, description="the smallest of the seat's GPUs")
+    max_model_len: int | None = None
+    max_model_len_source: str | None = None
+    unknown: tuple[str, ...] = ()
+
+    @property
+    def source(self) -> PredictionSource | None:
+        """exact when a log is reused, estimate when a layout is known."""
+        if self.exact is not None:
+            return PredictionSource.EXACT
+        return PredictionSource.ESTIMATE if self.layout is not None else None
+
+
+def size_text(size: int | None) -> str:
+    """`10GiB`, `24.1GiB`, `?`: a byte size as a reviewer reads it."""
+    if size is None:
+        return "?"
+    if size % GIB == 0:
+        return format_bytes(size)
+    return f"{size / GIB:.1f}GiB" if size >= GIB else f"{round(size / MIB):,}MiB"
+
+
+def _rounded(tokens: int) -> int:
+    """Three significant digits: an estimate does not pretend to more."""
+    digits = max(len(str(tokens)) - 3, 0)
+    return round(tokens, -digits)
+
+
+def model_facts(info: ModelInfo | None) -> ModelFacts | None:
+    """The parsed config.json behind a ModelInfo, where observation keeps it (`facts`)."""
+    facts = getattr(info, "facts", None)
+    return facts if isinstance(facts, ModelFacts) else None
+
+
+def basis(desired: DesiredFleet, observation: Observation, seat: Seat) -> Basis:
+    """Everything the seat's prediction needs from its host, or why it is missing."""
+    host = observation.hosts.get(seat.host)
+    if host is None or not host.reachable:
+        return Basis(unknown=(f"host {seat.host} is not observed",))
+    path = seat.model.rstrip("/")
+    info = host.models.get(path)
+    total, gpu_note = _total_mib(desired, host, seat)
+    unknown = [gpu_note] if gpu_note else []
+    facts = model_facts(info)
+    layout, why = _layout(host, seat, info, facts)
+    if path in host.missing_paths or info is None:
+        why = f"model {seat.model} is not on {seat.host}"
+    unknown += [why] if why else []
+    return Basis(
+        layout=layout,
+        exact=_exact_log(host, seat, total),
+        weights_mib=_weights_mib(host, seat, info),
+        total_mib=total,
+        max_model_len=facts.max_model_len if facts else None,
+        max_model_len_source=facts.max_model_len_source if facts else None,
+        unknown=tuple(unknown),
+    )
+
+
+def kv_budget(basis: Basis, seat: Seat) -> int | None:
+    """Per-GPU KV bytes: the seat's budget, or what its utilization fraction leaves."""
+    if seat.kv_cache_bytes is not None:
+        return seat.kv_cache_bytes
+    if basis.exact is not None and basis.exact.kv_cache_gib is not None:
+        return int(basis.exact.kv_cache_gib * GIB)
+    fraction = seat.gpu_memory_utilization
+    if fraction is None or basis.total_mib is None or basis.weights_mib is None:
+        return None
+    left = int(fraction * basis.total_mib) - basis.weights_mib - fraction_overhead_mib(basis)
+    return max(left, 0) * MIB
+
+
+def fraction_overhead_mib(basis: Basis) -> int:
+    """What a utilization fraction holds beside the weights and the KV cache."""
+    return FRACTION_OVERHEAD_MIB + (basis.weights_mib or 0) // 50
+
+
+def footprint_mib(basis: Basis, seat: Seat) -> int | None:
+    """What the seat's engine holds on each of its GPUs."""
+    if seat.gpu_memory_utilization is not None and basis.total_mib is not None:
+        return int(seat.gpu_memory_utilization * basis.total_mib)
+    if seat.kv_cache_bytes is None or basis.weights_mib is None:
+        return None
+    return basis.weights_mib + seat.kv_cache_bytes // MIB + ENGINE_OVERHEAD_MIB
+
+
+def kv_tokens(basis: Basis, seat: Seat) -> int | None:
+    """The `GPU KV cache size` the engine will log."""
+    if basis.exact is not None:
+        return basis.exact.kv_cache_tokens
+    budget = kv_budget(basis, seat)
+    return basis.layout.tokens(budget) if basis.layout and budget is not None else None
+
+
+def engine_concurrency(basis: Basis, seat: Seat) -> float | None:
+    """vLLM's `Maximum concurrency` line: logged, or from the layout."""
+    if basis.exact is not None:
+        return basis.exact.max_concurrency
+    budget = kv_budget(basis, seat)
+    if basis.layout is None or budget is None:
+        return None
+    return round(basis.layout.max_concurrency(budget, seat.context), 4)
+
+
+def _total_mib(desired: DesiredFleet, host: ObservedHost, seat: Seat) -> tuple[int | None, str]:
+    totals = [gpu_total_mib(desired, host, g) for g in seat.gpus]
+    if None in totals:
+        return None, f"GPU memory of {seat.host} GPU {list(seat.gpus)} is not known"
+    return min(t for t in totals if t is not None), ""
+
+
+def _layout(
+    host: ObservedHost, seat: Seat, info: ModelInfo | None, facts: ModelFacts | None
+) -> tuple[KvLayout | None, str]:
+    """The KV layout from config.json facts, else from the summary observation keeps."""
+    dtype = kv_dtype(seat.extra_args)
+    tp, pp = len(seat.gpus), pipeline_parallel(seat.extra_args)
+    if facts is not None:
+        extra = drafter_layers(seat, facts, model_facts(_draft_info(host, seat)))
+        spec_tokens = seat.speculative.num_tokens if seat.speculative else 0
+        layout = kv_layout(facts, dtype, tp, pp, extra, spec_tokens)
+        return layout, "" if layout else f"config.json of {seat.model} is too thin to size KV"
+    if info is None or info.kv_bytes_per_token is None:
+        return None, f"no KV bytes per token known for {seat.model} (config.json not read)"
+    element = kv_dtype_bytes(dtype)
+    if info.attention not in ("full", "mla") or element is None:
+        why = f"KV dtype {dtype}" if element is None else f"{info.attention or 'unknown'} attention"
+        return None, f"cannot estimate KV of {why} from the config summary observed"
+    per_token = info.kv_bytes_per_token * element // 2
+    per_token //= tp if info.attention == "full" else 1
+    if pp > 1 and info.num_layers:
+        per_token = per_token * -(-info.num_layers // pp) // info.num_layers
+    return uniform_layout(per_token), ""
+
+
+def _draft_info(host: ObservedHost, seat: Seat) -> ModelInfo | None:
+    spec = seat.speculative
+    return host.models.get(spec.draft_model.rstrip("/")) if spec and spec.draft_model else None
+
+
+def _exact_log(host: ObservedHost, seat: Seat, total: int | None) -> EngineReport | None:
+    """The startup log of a seat on the host that ran this very KV configuration: it states
+    the KV memory and tokens, and a byte budget it reserved is the seat's (to 0.01 GiB)."""
+    wanted = kv_config(seat, total)
+    for live in sorted(host.seats, key=lambda s: (s.name != seat.name, s.name)):
+        log = live.engine
+        if log is None or not log.kv_cache_tokens or log.kv_cache_gib is None:
+            continue
+        budget = seat.kv_cache_bytes
+        if budget is not None and abs(log.kv_cache_gib - budget / GIB) > 0.006:
+            continue
+        if live.engine_name == vllm.NAME and live_kv_config(host, live) == wanted:
+            return log
+    return None
+
+
+def _weights_mib(host: ObservedHost, seat: Seat, info: ModelInfo | None) -> int | None:
+    """Per-GPU weights: logged by a seat of the same model and parallel layout, else on disk."""
+    tp, pp = len(seat.gpus), pipeline_parallel(seat.extra_args)
+    for live in sorted(host.seats, key=lambda s: (s.name != seat.name, s.name)):
+        engine = live.engine
+        same = (live.model or "").rstrip("/") == seat.model.rstrip("/")
+        if same and engine and engine.weights_gib and (live.tensor_parallel_size or 1) == tp:
+            return int(engine.weights_gib * 1024)
+    if info is None or info.size_bytes is None:
+        return None
+    draft = _draft_info(host, seat)
+    drafter = draft.size_bytes or 0 if draft else 0
+    return (info.size_bytes + drafter) // (tp * pp) // MIB
+
+
+def gpu_total_mib(desired: DesiredFleet, host: ObservedHost, index: int) -> int | None:
+    """A GPU's memory as nvidia-smi reports it, else as the host's file declares it."""
+    for gpu in host.gpus:
+        if gpu.index == index:
+            return gpu.memory_total_mib
+    spec = desired.hosts.get(host.name)
+    declared = [g.memory // MIB for g in spec.gpus if g.index == index] if spec else []
+    return declared[0] if declared else None
+
+
+def drafter_layers(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> int:
+    """Layers a speculative drafter adds to the engine's KV cache, counted in the model's
+    own layers (a drafter of another geometry in as many as its bytes per token take)."""
+    spec = seat.speculative
+    if spec is None or spec.method in ("ngram", "ngram_gpu", "suffix"):
+        return 0
+    if spec.draft_model is None:  # the model's own MTP layers
+        return facts.mtp_layers if facts.mtp_layers is not None else DRAFTER_HEAD_LAYERS
+    if draft is None or not draft.num_layers:
+        return DRAFTER_HEAD_LAYERS
+    element, tp = kv_dtype_bytes(kv_dtype(seat.extra_args)) or 2, len(seat.gpus)
+    mine, theirs = layer_token_bytes(facts, element, tp), layer_token_bytes(draft, element, tp)
+    if not mine or not theirs:
+        return draft.num_layers
+    return -(-draft.num_layers * theirs // mine)
+
+
+def kv_config(seat: Seat, total_mib: int | None) -> tuple[object, ...]:
+    """What decides the KV tokens of a seat, in a form a live seat can be compared with."""
+    budget = (
+        ("bytes", seat.kv_cache_bytes)
+        if seat.kv_cache_bytes is not None
+        else ("fraction", seat.gpu_memory_utilization, total_mib)
+    )
+    speculative = vllm.desired_shape(seat)["speculative"]
+    return _config(seat.model, len(seat.gpus), seat.extra_args, speculative, budget)
+
+
+def live_kv_config(host: ObservedHost, live: ObservedSeat) -> tuple[object, ...]:
+    """The same, for a seat that runs (its argv, the GPUs nvidia-smi shows it on)."""
+    engine = live.engine
+    if live.kv_cache_bytes is not None:
+        budget: tuple[object, ...] = ("bytes", live.kv_cache_bytes)
+    else:
+        totals = [g.memory_total_mib for g in host.gpus if g.index in live.gpus]
+        budget = ("fraction", live.gpu_memory_utilization or 0.9, min(totals, default=None))
+    tp = live.tensor_parallel_size or (engine.tensor_parallel_size if engine else None) or 1
+    keys = ("method", "num_speculative_tokens", "model")
+    spec = {k: v for k, v in (live.speculative or {}).items() if k in keys}
+    dtype = (engine.kv_cache_dtype if engine else None) or kv_dtype(live.extra_args)
+    return _config(live.model or "", tp, live.extra_args, spec or None, budget, dtype)
+
+
+def _config(
+    model: str,
+    tp: int,
+    args: Sequence[str],
+    spec: object,
+    budget: tuple[object, ...],
+    dtype: str | None = None,
+) -> tuple[object, ...]:
+    flags = tuple((f, flag_value(args, f)) for f in MEMORY_FLAGS if f in args)
+    dtype = (dtype or kv_dtype(args)).strip().lower()
+    return (model.rstrip("/"), tp, pipeline_parallel(args), dtype, spec, budget, flags)
