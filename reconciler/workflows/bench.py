@@ -227,7 +227,7 @@ def _depth(
     host = desired.hosts[seat.host]
     wanted = int(seat.context * DEPTH_SHARE)
     words, tokens = _sized(conn, host, seat, wanted)
-    started = conn.check("date -u +%Y-%m-%dT%H:%M:%S").strip()
+    started = conn.check("date -u +%Y-%m-%dT%H:%M:%SZ").strip()
     failed_status: int | str | None = None
     ttft = None
     try:
