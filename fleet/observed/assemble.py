@@ -205,6 +205,7 @@ def _models(sections: Sections) -> dict[str, ModelInfo]:
             kv_bytes_per_token=estimate_kv_bytes_per_token(facts) if facts else None,
             lineage=lineage,
             config_error=None if config is not None else "no config.json",
+            facts=facts,
         )
     for path, body in sorted(sections[Section.GGUF].items()):
         models[path] = _gguf_model(path, body)

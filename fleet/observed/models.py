@@ -15,6 +15,7 @@ from pydantic import Field, PrivateAttr
 from fleet.base import CoreModel
 from fleet.engines import concurrency
 from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.model_config import ModelFacts
 from fleet.facts.vllm_log import EngineReport
 from fleet.names import COMPOSE_SERVICE_LABEL, hand_seat_name
 from fleet.observed.gateway_config import GatewayConfig
@@ -60,6 +61,7 @@ class ModelInfo(CoreModel):
     kv_bytes_per_token: int | None = None
     lineage: dict[str, str] = Field(default_factory=dict)
     config_error: str | None = None
+    facts: ModelFacts | None = Field(None, description="the parsed config.json, for prediction")
 
 
 class ObservedSeat(CoreModel):
@@ -94,7 +96,10 @@ class ObservedSeat(CoreModel):
 
     @property
     def concurrency(self) -> float | None:
-        """KV-cache tokens / context, from the engine's own log."""
+        """How many full-context requests fit at once, from the engine's own log: vLLM's
+        `Maximum concurrency` where it states one, else KV-cache tokens / context."""
+        if self.engine and self.engine.max_concurrency:
+            return self.engine.max_concurrency  # vLLM's own figure, right for hybrid models too
         tokens = self.engine.kv_cache_tokens if self.engine else None
         context = self.max_model_len or (self.engine.max_model_len if self.engine else None)
         return concurrency(tokens, context)

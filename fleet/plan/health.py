@@ -91,7 +91,8 @@ def _judge_running(
     tokens = live.engine.kv_cache_tokens if live.engine else None
     if not tokens:
         return _starting("startup log reports no KV-cache tokens yet")
-    concurrency = engines.concurrency(tokens, seat.context) or 0.0
+    logged = live.engine.max_concurrency if live.engine else None
+    concurrency = logged or engines.concurrency(tokens, seat.context) or 0.0
     if not band.min <= concurrency <= band.max:
         return _failed(
             f"concurrency {concurrency:.2f}x ({tokens:,} KV tokens / "

@@ -133,8 +133,7 @@ def _rounded(tokens: int) -> int:
 
 def model_facts(info: ModelInfo | None) -> ModelFacts | None:
     """The parsed config.json behind a ModelInfo, where observation keeps it (`facts`)."""
-    facts = getattr(info, "facts", None)
-    return facts if isinstance(facts, ModelFacts) else None
+    return info.facts if info is not None else None
 
 
 def basis(desired: DesiredFleet, observation: Observation, seat: Seat) -> Basis:

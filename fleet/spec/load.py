@@ -180,7 +180,8 @@ def _spot_of(node: Any, line: int, column: int) -> Spot:
 
 
 def _where(node: CommentedMap | CommentedSeq, key: Any, line: int) -> tuple[int, int]:
-    found = node.lc.data.get(key)
+    data = node.lc.data  # None for a mapping merged in with `<<`
+    found = data.get(key) if isinstance(data, dict) else None
     return (found[0], found[1]) if found else (line, 0)
 
 

@@ -48,11 +48,11 @@ def test_in_sync_is_exit_0(repo: FleetRepo) -> None:
 
 def test_field_changes_are_shown(repo: FleetRepo) -> None:
     repo.deploy("tower")
-    repo.edit("seats/reason.yaml", "context: 40960", "context: 32768")
+    repo.edit("seats/reason.yaml", "context: 40960", "context: 36864")  # 2.44x: in band
     result = repo.fleet("plan", "--seat", "reason")
     assert result.returncode == 2
     assert "~ seat reason on tower" in result.stdout
-    assert "~ context: 40960 -> 32768" in result.stdout
+    assert "~ context: 40960 -> 36864" in result.stdout
 
 
 def test_blocker_and_unreachable_host_are_exit_1(repo: FleetRepo) -> None:
