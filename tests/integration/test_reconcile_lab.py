@@ -161,7 +161,9 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
     try:
         wait_for(lambda: state(lab, "fleet-tower-coder-1") == "running", 90, "the first apply")
         # a commit pushed to the remote from elsewhere is applied within two intervals
-        other = git.Repo.clone_from(str(tmp_path / "remote.git"), tmp_path / "elsewhere")
+        other = git.Repo.clone_from(
+            str(tmp_path / "remote.git"), tmp_path / "elsewhere", branch="main"
+        )
         with other.config_writer() as config:
             config.set_value("user", "name", "someone").set_value("user", "email", "s@x.invalid")
         seat = tmp_path / "elsewhere" / "desired" / "seats" / "coder.yaml"
@@ -217,6 +219,8 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         if loop.poll() is None:
             loop.kill()
             loop.wait(timeout=30)
+        if loop.stdout is not None:
+            loop.stdout.close()
 
 
 LOG: dict[int, list[str]] = {}
