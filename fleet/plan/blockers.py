@@ -24,6 +24,7 @@ from fleet.facts.kv_estimate import GIB
 from fleet.observed.models import Observation, ObservedGpu, ObservedHost
 from fleet.plan import fit, predict
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker
+from fleet.plan.host_memory import ram_blockers
 from fleet.plan.predict import ENGINE_OVERHEAD_MIB, MIB, Basis, PredictionSource
 from fleet.spec.images import parse_image
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
@@ -131,6 +132,9 @@ def _ledger(host: ObservedHost, gpu: ObservedGpu) -> GpuLedger:
 def _memory_blockers(
     desired: DesiredFleet, host: ObservedHost, seat: Seat, ledgers: Ledgers
 ) -> Iterator[Blocker]:
+    if not seat.gpus:  # a llama.cpp seat on the CPU: the host's RAM, not a GPU's memory
+        yield from ram_blockers(host, seat)
+        return
     if host.gpu_error or not host.gpus:
         yield Blocker(
             target=seat.name,
