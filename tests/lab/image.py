@@ -1,9 +1,14 @@
-"""The stand-in engine image: a rootfs with this machine's python3.11 (and the libraries
-`ldd` lists), busybox, the stand-in `vllm` package and a small `curl`, imported with
-`docker import` (nothing is pulled) and tagged with the real vllm/vllm-openai names.
+"""The stand-in engine images: a rootfs with this machine's python3.11 (and the libraries
+`ldd` lists), busybox, the stand-in `vllm` package, `/app/llama-server` and a small `curl`,
+imported with `docker import` (nothing is pulled) and tagged with the real image names.
 
-Each version tag is the same rootfs with its own ENTRYPOINT and FLEET_LAB_VLLM_VERSION:
-`vllm serve` since v0.10, `python3 -m vllm.entrypoints.openai.api_server` before.
+Each vllm/vllm-openai version tag is the same rootfs with its own ENTRYPOINT and
+FLEET_LAB_VLLM_VERSION: `vllm serve` since v0.10, `python3 -m
+vllm.entrypoints.openai.api_server` before. The ghcr.io/ggml-org/llama.cpp server tags
+are that rootfs too, with ENTRYPOINT /app/llama-server, WORKDIR /app and
+LLAMA_ARG_HOST=0.0.0.0 as the ggml-org server images set them; `server-cuda*` tags are
+the CUDA build (FLEET_LAB_LLAMACPP_BACKEND=cuda: uses the GPUs handed over), `server` /
+`server-b<N>` the CPU build, as upstream.
 """
 
 from __future__ import annotations
@@ -43,9 +48,23 @@ VLLM_SCRIPT = "#!/usr/bin/python3\nimport sys\nfrom vllm.cli import main\nsys.ex
 CURL_SCRIPT = (
     "#!/usr/bin/python3\nimport sys\nfrom vllm.curl import main\nsys.exit(main(sys.argv[1:]))\n"
 )
+LLAMA_SERVER_SCRIPT = (
+    "#!/usr/bin/python3\nimport sys\nfrom vllm.llamacpp.main import main\nsys.exit(main())\n"
+)
 IMAGE = "vllm/vllm-openai"
 ENTRY_SERVE = '["vllm", "serve"]'
 ENTRY_API = '["python3", "-m", "vllm.entrypoints.openai.api_server"]'
+LLAMACPP_IMAGE = "ghcr.io/ggml-org/llama.cpp"
+LLAMACPP_BUILD = "b6100"
+LLAMACPP_TAGS = tuple(
+    f"{LLAMACPP_IMAGE}:{tag}"
+    for tag in (
+        "server",
+        f"server-{LLAMACPP_BUILD}",
+        "server-cuda",
+        f"server-cuda-{LLAMACPP_BUILD}",
+    )
+)
 
 
 def shared_libraries(binaries: list[Path]) -> set[Path]:
@@ -119,6 +138,7 @@ def add_engine(tar: tarfile.TarFile) -> None:
     for path in sorted(ENGINE_SRC.rglob("*.py")):
         tar.add(str(path), arcname=f"{SITE}/{path.relative_to(ENGINE_SRC)}")
     add_bytes(tar, "usr/local/bin/vllm", VLLM_SCRIPT.encode(), 0o755)
+    add_bytes(tar, "app/llama-server", LLAMA_SERVER_SCRIPT.encode(), 0o755)
     add_bytes(tar, "usr/bin/curl", CURL_SCRIPT.encode(), 0o755)
 
 
@@ -134,6 +154,7 @@ def add_base(tar: tarfile.TarFile) -> None:
         "etc",
         "root",
         "vllm-workspace",
+        "app",
         "proc",
         "sys",
         "dev",
@@ -151,6 +172,7 @@ def add_base(tar: tarfile.TarFile) -> None:
 def source_digest() -> str:
     """Cache key: the engine's sources and the host python."""
     h = hashlib.sha256(PYTHON.read_bytes()[:4096])
+    h.update(LLAMA_SERVER_SCRIPT.encode())
     for path in sorted(ENGINE_SRC.rglob("*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -186,8 +208,27 @@ def changes(version: str) -> list[str]:
     ]
 
 
+def llamacpp_changes(tag: str) -> list[str]:
+    """Dockerfile instructions of a ggml-org/llama.cpp server image (CUDA or CPU build)."""
+    backend = "cuda" if tag.split(":", 1)[1].startswith("server-cuda") else "cpu"
+    return [
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        "ENV LLAMA_ARG_HOST=0.0.0.0",
+        f"ENV FLEET_LAB_LLAMACPP_BACKEND={backend}",
+        "ENV PYTHONDONTWRITEBYTECODE=1",
+        "WORKDIR /app",
+        'ENTRYPOINT ["/app/llama-server"]',
+        "CMD []",
+    ]
+
+
 def install_images(docker_host: str, tar: Path, tags: tuple[str, ...]) -> None:
-    """Import the rootfs once and tag every requested vllm/vllm-openai version."""
+    """Import the rootfs once and tag every requested image.
+
+    A bare tag (`v0.18.0`, `latest`) is a vllm/vllm-openai version; a full reference
+    (`ghcr.io/ggml-org/llama.cpp:server-cuda`, see LLAMACPP_TAGS) is a llama.cpp server
+    image.
+    """
     client = docker.DockerClient(base_url=docker_host, version="1.41", timeout=120)
     try:
         base = "v0.18.0"
@@ -200,8 +241,10 @@ def install_images(docker_host: str, tar: Path, tags: tuple[str, ...]) -> None:
             if tag == "latest":
                 client.api.tag(f"{IMAGE}:{base}", IMAGE, "latest")
                 continue
+            repository, version = tag.rsplit(":", 1) if ":" in tag else (IMAGE, tag)
+            steps = llamacpp_changes(tag) if ":" in tag else changes(tag[1:])
             holder = client.api.create_container(f"{IMAGE}:{base}")
-            client.api.commit(holder["Id"], repository=IMAGE, tag=tag, changes=changes(tag[1:]))
+            client.api.commit(holder["Id"], repository=repository, tag=version, changes=steps)
             client.api.remove_container(holder["Id"])
     finally:
         client.close()

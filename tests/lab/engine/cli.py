@@ -2,22 +2,21 @@
 
 Parses the command line, prints the banner and `non-default args`, resolves the model
 (config.json, max model len), starts the EngineCore child, waits for it and serves
-HTTP. Fails like vLLM: argparse errors exit 2, configuration and engine errors exit 1.
+HTTP (server.py) while lifeline.py watches the child. Fails like vLLM: argparse errors
+exit 2, configuration and engine errors exit 1.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 from .args import ServeArgs, parse_serve_args
 from .core import read_result, spawn, title
+from .lifeline import EngineLink
 from .logfmt import Log, series, version_lines
 from .modelinfo import ModelError, ModelShape, load_shape
 from .server import serve_forever
@@ -94,38 +93,6 @@ def engine_cfg(args: ServeArgs, shape: ModelShape, max_len: int, version: str) -
     }
 
 
-STOPPING = threading.Event()
-
-
-def watch_engine(proc: subprocess.Popen[bytes], log: Log) -> None:
-    """Exit the API server when the engine dies, as vLLM does."""
-
-    def wait() -> None:
-        proc.wait()
-        if STOPPING.is_set():
-            return
-        log.line(
-            "ERROR", "error", "Engine core proc EngineCore died unexpectedly, shutting down client."
-        )
-        os._exit(1)
-
-    threading.Thread(target=wait, daemon=True).start()
-
-
-def stop_on_signal(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM/SIGINT (docker stop): close the engine's lifeline and exit 0."""
-
-    def stop(_signum: int, _frame: object) -> None:
-        STOPPING.set()
-        if proc.stdin:
-            proc.stdin.close()
-        proc.wait(timeout=10)
-        os._exit(0)
-
-    signal.signal(signal.SIGTERM, stop)
-    signal.signal(signal.SIGINT, stop)
-
-
 def resolve(args: ServeArgs, log: Log, version: str) -> dict[str, Any] | int:
     """Model config and max model len, or the exit code of vLLM's failure."""
     try:
@@ -154,8 +121,10 @@ def serve(argv: list[str], prog: str, positional_model: bool) -> int:
     proc, fd = spawn(
         title(cfg, "EngineCore"), "vllm.enginecore", {"FLEET_LAB_ENGINE_CFG": json.dumps(cfg)}
     )
-    stop_on_signal(proc)
-    if not read_result(fd).get("ok"):
+    link = EngineLink(proc, log)
+    link.stop_on_signal()
+    result = read_result(fd)
+    if not result.get("ok"):
         proc.wait()
         return fail(
             log,
@@ -164,8 +133,9 @@ def serve(argv: list[str], prog: str, positional_model: bool) -> int:
                 "above. Failed core proc(s): {}"
             ],
         )
-    watch_engine(proc, log)
-    serve_forever(cfg, log, args.host, args.port)
+    cfg["kv_tokens"] = result.get("kv_tokens")
+    link.watch()
+    serve_forever(cfg, log, args.host, args.port, link)
     return 0
 
 

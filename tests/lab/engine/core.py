@@ -4,7 +4,8 @@ Like vLLM, the API server process does not hold the GPU: it starts an EngineCore
 which (tp=1) loads the model itself or (tp>1) starts one worker per GPU. The process
 that "holds" a GPU records its memory with gpu.record_usage, so nvidia-smi lists that
 child's pid, not the container's main pid. Each child reports one JSON line on the
-fd in FLEET_LAB_RESULT_FD and then lives until its stdin (the lifeline) closes.
+fd in FLEET_LAB_RESULT_FD and then lives until its stdin (the lifeline) closes,
+reading commands from it meanwhile (the OOM switch, oom.py).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -155,11 +157,19 @@ def report(result: dict[str, Any]) -> None:
     os.close(fd)
 
 
-def hold_until_parent_exits(paths: list[Path]) -> None:
-    """Keep the 'GPU memory' until the parent closes our stdin, then free it."""
+def hold_until_parent_exits(
+    paths: list[Path], on_command: Callable[[str, str], None] | None = None
+) -> None:
+    """Keep the 'GPU memory' until the parent closes our stdin, then free it.
+
+    Lines the parent writes meanwhile are commands (`<name> <argument>`), handed to
+    `on_command` (lifeline.py writes them).
+    """
     try:
-        while sys.stdin.buffer.read(1):
-            pass
+        for line in sys.stdin.buffer:
+            name, _, argument = line.decode(errors="replace").strip().partition(" ")
+            if name and on_command is not None:
+                on_command(name, argument)
     finally:
         gpumod.release_usage(paths)
 

@@ -2,7 +2,8 @@
 
 EngineCore prints the engine-config line, has each GPU's memory allocated (itself for
 tp=1, by worker children for tp>1), prints the KV-cache size and concurrency, reports
-to the API server and then holds its GPU memory until the API server goes away.
+to the API server and then holds its GPU memory until the API server goes away (or,
+on the OOM switch's command, dies as vLLM's engine does: oom.py).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from .core import (
 )
 from .logfmt import Log, series
 from .memory import MemoryPlan
+from .oom import die_of_oom
 
 CRASH = "RuntimeError: CUDA error: an illegal memory access was encountered"
 
@@ -160,7 +162,12 @@ def core_main() -> int:
         return 1
     report({"ok": True, "kv_tokens": plan.kv_tokens, "kv_bytes": plan.kv_bytes})
     crash_later(cfg, log)
-    hold_until_parent_exits(paths)
+
+    def command(name: str, argument: str) -> None:
+        if name == "oom":
+            die_of_oom(cfg, log, plan, paths, int(argument or 0), engine_config_line(cfg))
+
+    hold_until_parent_exits(paths, command)
     return 0
 
 
