@@ -46,17 +46,25 @@ class GgufFacts(CoreModel):
     embedding_length: int | None = None
     head_count: int | None = None
     head_count_kv: int | None = None
+    key_length: int | None = None
+    value_length: int | None = None
     expert_count: int | None = None
     file_type: str | None = None
     complete: bool = False
 
     @property
     def kv_bytes_per_token(self) -> int | None:
-        """An f16 KV cache's bytes per token: 2 (K, V) x layers x KV heads x head dim x 2."""
-        if not (self.block_count and self.head_count and self.embedding_length):
+        """An f16 KV cache's bytes per token: layers x KV heads x (key + value length) x 2.
+
+        The head sizes are the header's `attention.key_length` / `value_length` where it has
+        them (qwen3: 128 though embedding / heads is 64), else embedding / heads."""
+        if not self.block_count or not self.head_count:
             return None
-        head_dim = self.embedding_length // self.head_count
-        return 2 * self.block_count * (self.head_count_kv or self.head_count) * head_dim * 2
+        fallback = self.embedding_length // self.head_count if self.embedding_length else None
+        key, value = self.key_length or fallback, self.value_length or fallback
+        if not key or not value:
+            return None
+        return self.block_count * (self.head_count_kv or self.head_count) * (key + value) * 2
 
 
 class _Cut(Exception):
@@ -139,6 +147,8 @@ def _facts(found: dict[str, Any]) -> GgufFacts:
         embedding_length=number("embedding_length"),
         head_count=number("attention.head_count"),
         head_count_kv=number("attention.head_count_kv"),
+        key_length=number("attention.key_length"),
+        value_length=number("attention.value_length"),
         expert_count=number("expert_count"),
         file_type=FILE_TYPES.get(file_type) if isinstance(file_type, int) else None,
         complete=bool(found.get("complete")),

@@ -85,3 +85,21 @@ def test_any_bytes_give_facts(data: bytes) -> None:
     assert isinstance(parse_gguf_header(b"GGUF" + data), GgufFacts)
     assert isinstance(parse_gguf_header(data), GgufFacts)
     assert isinstance(parse_gguf_base64(data.decode("latin-1")), GgufFacts)
+
+
+def test_head_sizes_come_from_the_header_where_it_has_them(tmp_path: Path) -> None:
+    writer = gguf.GGUFWriter(str(tmp_path / "q.gguf"), "qwen3")
+    writer.add_block_count(28)
+    writer.add_embedding_length(1024)
+    writer.add_head_count(16)
+    writer.add_head_count_kv(8)
+    writer.add_key_length(128)  # qwen3-0.6b: 128, though 1024 / 16 is 64
+    writer.add_value_length(128)
+    writer.add_tensor("t", np.zeros((2, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    facts = parse_gguf_header((tmp_path / "q.gguf").read_bytes())
+    assert (facts.key_length, facts.value_length) == (128, 128)
+    assert facts.kv_bytes_per_token == 28 * 8 * (128 + 128) * 2
