@@ -29,6 +29,9 @@ COMPARED: tuple[str, ...] = (
 )
 ENTRYPOINT = "/app/llama-server"  # as the ggml-org/llama.cpp server images install it
 ALL_LAYERS = "999"
+# Switches fleet always renders, not compared (a hand-made server may lack them):
+# --metrics serves the Prometheus /metrics the reconcile loop and fleet bench read.
+RENDERED_SWITCHES = ("--metrics",)
 
 
 def slots(seat: Seat) -> int:
@@ -58,6 +61,7 @@ def render_args(seat: Seat) -> list[str]:
         str(slots(seat)),
         "--n-gpu-layers",
         ALL_LAYERS if seat.gpus else "0",
+        *RENDERED_SWITCHES,
     ]
     spec = seat.speculative
     if spec is not None and spec.draft_model:
@@ -102,7 +106,7 @@ def observed_shape(args: EngineArgs) -> Shape:
         "context": args.ctx_size // parallel if args.ctx_size else None,
         "parallel": parallel,
         "speculative": speculative,
-        "extra_args": list(mask_argv(args.extra)),
+        "extra_args": [a for a in mask_argv(args.extra) if a not in RENDERED_SWITCHES],
     }
 
 
