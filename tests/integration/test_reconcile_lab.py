@@ -159,7 +159,12 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         stderr=subprocess.DEVNULL,
     )
     try:
-        wait_for(lambda: state(lab, "fleet-tower-coder-1") == "running", 90, "the first apply")
+        remote = git.Repo(tmp_path / "remote.git")
+        wait_for(
+            lambda: remote.commit("main").message.startswith("fleet apply: "),
+            120,
+            "the first apply and its pushed inventory commit",
+        )
         # a commit pushed to the remote from elsewhere is applied within two intervals
         other = git.Repo.clone_from(
             str(tmp_path / "remote.git"), tmp_path / "elsewhere", branch="main"
@@ -213,6 +218,9 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         assert loop.wait(timeout=180) == 0
         assert lab.run("tower", "test -e /srv/fleet/.fleet.lock").returncode != 0  # no lock
         assert state(lab, "fleet-tower-coder-1") == "running"
+    except AssertionError as failure:
+        tail = "".join(loop_log(loop)[-40:])
+        raise AssertionError(f"{failure}\n--- the loop said:\n{tail}") from failure
     finally:
         server.terminate()
         server.wait(timeout=30)

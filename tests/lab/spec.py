@@ -29,7 +29,17 @@ TOWER_MODELS = (
     "Qwen3-32B",
     "Qwen3-30B-A3B-NVFP4",
 )
-RIG_MODELS = ("Llama-3.1-8B-Instruct",)
+RIG_MODELS = (
+    "Llama-3.1-8B-Instruct",
+    "qwen3-8b-q4_k_m.gguf",  # llama.cpp seats on a GPU (with its draft model)
+    "qwen3-0.6b-q8_0.gguf",
+    "not-a-model.gguf",  # a start that fails
+)
+CPU_MODELS = ("qwen3-0.6b-q4_k_m.gguf", "not-a-model.gguf")
+LLAMACPP_TAGS = tuple(
+    f"ghcr.io/ggml-org/llama.cpp:{tag}"
+    for tag in ("server", "server-b6100", "server-cuda", "server-cuda-b6100")
+)  # as tests/lab/image.py builds them
 VLLM_TAGS = ("v0.18.0", "v0.11.2", "v0.9.2", "latest")
 
 
@@ -87,7 +97,14 @@ def tower() -> HostSpec:
 def rig() -> HostSpec:
     """The consumer-card host of desired/hosts/rig.yaml (nvidia runtime hand-over)."""
     gpus = make_gpus("rig", RTX_3090, 24576, 2)
-    return HostSpec("rig", "127.0.0.12", 2, gpus, "runtime", RIG_MODELS)
+    return HostSpec(
+        "rig", "127.0.0.12", 2, gpus, "runtime", RIG_MODELS, image_tags=VLLM_TAGS + LLAMACPP_TAGS
+    )
+
+
+def cpubox() -> HostSpec:
+    """A CPU-only machine with a lot of memory that runs a llama.cpp seat."""
+    return HostSpec("cpubox", "127.0.0.14", 4, models=CPU_MODELS, image_tags=LLAMACPP_TAGS)
 
 
 def gateway() -> HostSpec:
@@ -96,8 +113,8 @@ def gateway() -> HostSpec:
 
 
 def default_hosts() -> tuple[HostSpec, ...]:
-    """tower, rig and gateway: the hosts `desired/` names."""
-    return (tower(), rig(), gateway())
+    """tower, rig and gateway (the hosts `desired/` names), and the CPU-only cpubox."""
+    return (tower(), rig(), gateway(), cpubox())
 
 
 def bench_hosts(gpu_hosts: int) -> tuple[HostSpec, ...]:

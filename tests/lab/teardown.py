@@ -11,12 +11,14 @@ lab, even for a stale state whose slot has been taken over since.
 
 from __future__ import annotations
 
+import gc
 import ipaddress
 import json
 import re
 import shutil
 import socket
 import subprocess
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -106,6 +108,14 @@ def clear_engine(docker_host: str) -> None:
         pass
     finally:
         client.close()
+        _collect_leaked_sockets()  # an engine that went away mid-way leaves docker-py's socket
+
+
+def _collect_leaked_sockets() -> None:
+    """Finalise docker-py's leaked socket now, quietly, rather than in a later test."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
 
 
 def stop_recorded(state: LabState) -> None:

@@ -1,0 +1,89 @@
+"""Plan foresees, against the lab: what cannot work is refused before anything starts, and a
+budget `fleet fit` chooses applies and lands in band."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import git
+import pytest
+
+from tests.integration.helpers import FleetRepo, make_repo
+from tests.lab.lab import Lab
+
+pytestmark = pytest.mark.lab
+
+
+@pytest.fixture
+def running(clean_lab: Lab, tmp_path: Path) -> FleetRepo:
+    """coder, flash and char-rp running on tower (started by compose from fleet's files)."""
+    repo = make_repo(tmp_path, clean_lab, seats=("coder", "flash", "char-rp"))
+    repo.deploy("tower")
+    return repo
+
+
+def ids(lab: Lab) -> list[str]:
+    return sorted(lab.docker("tower", "ps", "-aq", "--no-trunc").stdout.split())
+
+
+def test_plan_refuses_what_cannot_work_and_touches_nothing(running: FleetRepo) -> None:
+    repo, lab = running, running.lab
+    before = ids(lab)
+    repo.edit("seats/coder.yaml", "context: 2048", "context: 4096")
+    longer = repo.fleet("plan")
+    assert longer.returncode == 1, longer.stdout + longer.stderr
+    assert "context 4,096 is above the 2,048 tokens" in longer.stdout
+    repo.edit(
+        "seats/coder.yaml", "port: 8030", "port: 8030\nenv: {VLLM_ALLOW_LONG_MAX_MODEL_LEN: '1'}"
+    )
+    allowed = repo.fleet("plan")
+    assert "is above the 2,048 tokens" not in allowed.stdout
+    repo.edit("seats/coder.yaml", "context: 4096", "context: 2048")
+    repo.edit("seats/coder.yaml", "\nenv: {VLLM_ALLOW_LONG_MAX_MODEL_LEN: '1'}", "")
+
+    repo.edit("seats/flash.yaml", "context: 65536", "context: 32768")
+    narrow = repo.fleet("plan", "--json")
+    assert narrow.returncode == 1
+    plan = json.loads(narrow.stdout)
+    (flash,) = [b["message"] for b in plan["blockers"] if b["target"] == "flash"]
+    assert "outside its band 1.2x..2.5x" in flash and "fleet fit flash" in flash
+    (action,) = [a for a in plan["actions"] if a["target"] == "flash"]
+    assert action["prediction"]["source"] == "exact"  # the running flash logged this budget
+    assert action["prediction"]["concurrency"] > 2.5
+
+    big = repo.desired / "seats" / "big.yaml"
+    big.write_text(
+        "host: tower\ngpus: [1]\nimage: vllm/vllm-openai:v0.18.0\n"
+        "model: /models/Qwen3-32B\nserved_name: big\ncontext: 8192\nkv_cache_bytes: 40GiB\n"
+        "port: 8090\nconcurrency_band: {min: 1, max: 1000}\n"
+    )
+    repo.commit("a seat beside char-rp")
+    crowded = repo.fleet("plan")
+    assert crowded.returncode == 1
+    assert any(
+        line.startswith("  ! big:") and "char-rp" in line for line in crowded.stdout.splitlines()
+    )
+    assert ids(lab) == before  # plan started, stopped and recreated nothing
+
+
+def test_a_budget_fit_chooses_applies_in_band(running: FleetRepo) -> None:
+    repo = running
+    repo.edit("seats/flash.yaml", "context: 65536", "context: 32768")
+    seat = repo.desired / "seats" / "flash.yaml"
+    before = seat.read_text()
+    fitted = repo.fleet("fit", "flash", "--write")
+    assert fitted.returncode == 0, fitted.stdout + fitted.stderr
+    after = seat.read_text()
+    changed = [
+        (a, b) for a, b in zip(before.splitlines(), after.splitlines(), strict=True) if a != b
+    ]
+    assert len(changed) == 1 and changed[0][0].startswith("kv_cache_bytes:")
+    repo.commit("flash: the budget fleet fit chose")
+    plan = repo.fleet("plan", "--json")
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert json.loads(plan.stdout)["blockers"] == []
+    applied = repo.fleet("apply", "--auto-approve", "--seat", "flash", "--timeout", "120")
+    assert applied.returncode == 0, applied.stdout + applied.stderr
+    assert "tower: seat flash healthy" in applied.stdout
+    assert git.Repo(repo.root).head.commit.message.startswith("fleet apply: ")
