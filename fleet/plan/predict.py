@@ -198,8 +198,11 @@ def kv_tokens(basis: Basis, seat: Seat) -> int | None:
 
 def engine_concurrency(basis: Basis, seat: Seat) -> float | None:
     """vLLM's `Maximum concurrency` line: logged, or from the layout."""
-    if basis.exact is not None:
-        return basis.exact.max_concurrency
+    exact = basis.exact
+    if exact is not None:  # the log's figure is for its own context: scale it to the seat's
+        if exact.max_concurrency is None or not exact.max_model_len:
+            return None
+        return round(exact.max_concurrency * exact.max_model_len / seat.context, 4)
     budget = kv_budget(basis, seat)
     if basis.layout is None or budget is None:
         return None

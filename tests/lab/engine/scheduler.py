@@ -22,6 +22,21 @@ from pathlib import Path
 from typing import Any
 
 STUCK_FILE = "/tmp/fleet-lab-stuck"
+# While this file exists its number scales the token rate (0.6: 40% slower), as a GPU that
+# throttles would, without changing the container's spec: `docker exec C sh -c 'echo 0.6 >
+# /tmp/fleet-lab-slowdown'`.
+SLOWDOWN_FILE = "/tmp/fleet-lab-slowdown"
+
+
+def slowdown() -> float:
+    """The factor the slow-down switch sets (1.0 when it is off or unreadable)."""
+    try:
+        factor = float(open(SLOWDOWN_FILE).read().strip())  # noqa: SIM115
+    except (OSError, ValueError):
+        return 1.0
+    return factor if factor > 0 else 1.0
+
+
 POLL = 0.02
 
 
@@ -150,17 +165,18 @@ class Scheduler:
     def decode(self, request: Request, words: list[str]) -> Iterator[str]:
         """Yield the words as the engine generates them, one token each."""
         first = time.monotonic()
+        rate = self.token_rate * slowdown()
         for i, word in enumerate(words):
             first += self.hold_while_stuck()
             if i:
-                self.sleep_until(first + i / self.token_rate)
+                self.sleep_until(first + i / rate)
             elif self.dead.is_set():
                 raise EngineDead
             with self.lock:
                 self.generation_tokens += 1
                 request.generated += 1
                 if i:
-                    self.decode_seconds += 1 / self.token_rate
+                    self.decode_seconds += 1 / rate
             if self.on_token is not None:
                 self.on_token(request)
             yield word
