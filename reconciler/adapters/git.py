@@ -94,10 +94,25 @@ def _relative(repo: git.Repo, path: Path) -> str:
         raise GitError(f"{path} is outside the repository at {root}") from err
 
 
-def sync_upstream(path: Path) -> tuple[str, str]:
+def _only_generated(repo: git.Repo, upstream: str, generated: tuple[str, ...]) -> bool:
+    """True when every local commit not upstream is fleet's own, touching only `generated`
+    files (the inventory and bench record it writes), so it can be replayed, not merged."""
+    local = list(repo.iter_commits(f"{upstream}..HEAD"))
+    if not local or not generated:
+        return False
+    for commit in local:
+        if not str(commit.message).startswith(("fleet apply: ", "fleet bench: ")):
+            return False
+        if any(str(path) not in generated for path in commit.stats.files):
+            return False
+    return True
+
+
+def sync_upstream(path: Path, generated: tuple[str, ...] = ()) -> tuple[str, str]:
     """Fetch the branch's upstream and fast-forward to it, never merging or discarding
     local work: (state, detail) with state `up-to-date`, `fast-forwarded`, `dirty`,
-    `diverged`, `ahead` or `no-upstream`."""
+    `diverged`, `ahead`, `rebased` (only fleet's own commits of the `generated` files,
+    repo-relative, were local: replayed onto the upstream) or `no-upstream`."""
     repo = open_repo(path)
     if repo is None or repo.head.is_detached:
         return "no-upstream", "not on a branch of a Git repository"
@@ -116,6 +131,9 @@ def sync_upstream(path: Path) -> tuple[str, str]:
             return "fast-forwarded", f"{head.hexsha[:12]} -> {upstream.hexsha[:12]}"
         if repo.is_ancestor(upstream, head):
             return "ahead", "local commits not yet pushed"
+        if _only_generated(repo, tracking.name, generated):
+            repo.git.rebase(tracking.name)  # fleet's own inventory commits, onto the upstream
+            return "rebased", f"fleet's own commits replayed onto {upstream.hexsha[:12]}"
         return "diverged", "the clone and its upstream diverged: not merging"
     except (git.GitCommandError, ValueError, OSError) as err:
         raise GitError(f"fetching the upstream failed: {err}") from err

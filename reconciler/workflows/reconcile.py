@@ -19,7 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from fleet.errors import ApplyError, FleetError
+from fleet.errors import ApplyError, FleetError, GitError
 from fleet.facts.engine_metrics import EngineLoad, parse_engine_metrics
 from fleet.plan.plan import Plan
 from fleet.plan.reconcile import Attempts, LoadSample, Move, decide, stuck
@@ -90,7 +90,7 @@ class Reconciler:
         return code
 
     def _cycle(self) -> int:
-        state, detail = sync_upstream(self.desired_dir)
+        state, detail = sync_upstream(self.desired_dir, _generated(self.desired_dir))
         self.events.emit("sync", state=state, detail=detail)
         hold = detail if state in HOLDING else None
         if (head_commit(self.desired_dir) or "").endswith("+dirty"):
@@ -169,7 +169,10 @@ class Reconciler:
         if move is Move.HEAL:
             for action in plan.actions:
                 self.metrics.heals.labels(action.target, "drift").inc()
-        message = commit_inventory(repo, sessions, done, push=self.push, applied=commit)
+        try:
+            message = commit_inventory(repo, sessions, done, push=self.push, applied=commit)
+        except GitError as err:  # e.g. the upstream moved meanwhile: replayed next cycle
+            message = f"inventory not pushed: {err}"
         self.events.emit("applied", move=move.value, done=done, commit=commit, git=message)
         self._notify("apply-succeeded" if move is Move.APPLY else "heal", done=done, commit=commit)
         return 0
@@ -228,6 +231,17 @@ class Reconciler:
         if self.notifier is not None:
             stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             self.notifier.send({"event": event, "at": stamp, **fields})
+
+
+def _generated(desired_dir: Path) -> tuple[str, ...]:
+    """The repo-relative files fleet itself commits (inventory, its JSON twin, bench)."""
+    try:
+        fleet, _ = require_valid(desired_dir)
+    except FleetError:
+        return ()
+    inventory = Path(fleet.settings.inventory.path)
+    names = (inventory, inventory.with_suffix(".json"), inventory.with_name("BENCH.json"))
+    return tuple(p.as_posix() for p in names)
 
 
 class _Steps:

@@ -55,8 +55,8 @@ services:
 """
 
 
-def ids(lab: Lab) -> dict[str, str]:
-    listed = lab.docker("tower", "ps", "-a", "--format", "{{.Names}} {{.ID}}").stdout.split("\n")
+def ids(lab: Lab, host: str = "tower") -> dict[str, str]:
+    listed = lab.docker(host, "ps", "-a", "--format", "{{.Names}} {{.ID}}").stdout.split("\n")
     return dict(line.split() for line in listed if line.strip())
 
 
@@ -92,6 +92,32 @@ def start_by_hand(lab: Lab) -> None:
         "pooling",
     )
     assert run.returncode == 0, run.stderr
+    cpu = lab.hosts["cpubox"].address
+    llama = lab.docker(
+        "cpubox",
+        "run",
+        "-d",
+        "--name",
+        "gguf-by-hand",
+        "-p",
+        f"{cpu}:8075:8075",
+        "-v",
+        "/models/qwen3-0.6b-q4_k_m.gguf:/models/qwen3-0.6b-q4_k_m.gguf:ro",
+        "ghcr.io/ggml-org/llama.cpp:server-b6100",
+        "-m",
+        "/models/qwen3-0.6b-q4_k_m.gguf",
+        "-c",
+        "8192",
+        "-np",
+        "2",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8075",
+        "--alias",
+        "gguf",
+    )
+    assert llama.returncode == 0, llama.stderr
     routes = (
         f"  - model_name: chat\n    litellm_params:\n      model: hosted_vllm/chat\n"
         f"      api_base: http://{address}:8000/v1\n"
@@ -111,13 +137,26 @@ def test_import_adopt_then_take_over_one_seat(clean_lab: Lab, tmp_path: Path) ->
         config.set_value("user", "name", "fleet tests")
         config.set_value("user", "email", "tests@fleet.invalid")
     before = ids(clean_lab)
+    before_cpu = ids(clean_lab, "cpubox")
     imported = repo.fleet(
-        "import", "--host", "tower", "--gateway", "gateway:/etc/litellm/config.yaml"
+        "import",
+        "--host",
+        "tower",
+        "--host",
+        "cpubox",
+        "--gateway",
+        "gateway:/etc/litellm/config.yaml",
     )
     assert imported.returncode == 0, imported.stdout + imported.stderr
     assert "HF_TOKEN" in imported.stdout  # the variable to set, never its value
     seats = root / "desired" / "seats"
-    assert sorted(p.name for p in seats.iterdir()) == ["embed-by-hand.yaml", "vllm.yaml"]
+    assert sorted(p.name for p in seats.iterdir()) == [
+        "embed-by-hand.yaml",
+        "gguf-by-hand.yaml",
+        "vllm.yaml",
+    ]
+    gguf = (seats / "gguf-by-hand.yaml").read_text()
+    assert 'engine: "llama.cpp"' in gguf and "gpus: []" in gguf and "parallel: 2" in gguf
     text = "".join(p.read_text() for p in (root / "desired").rglob("*.yaml"))
     assert SECRET not in text and '"HF_TOKEN": "${HF_TOKEN}"' in text
     assert repo.fleet("validate").returncode == 0
@@ -128,7 +167,8 @@ def test_import_adopt_then_take_over_one_seat(clean_lab: Lab, tmp_path: Path) ->
     noops = {n["target"]: n["reason"] for n in json.loads(planned.stdout)["noops"]}
     assert noops["vllm"].startswith("adopted (not yet under fleet's compose project)")
     assert noops["embed-by-hand"].startswith("adopted")
-    assert ids(clean_lab) == before  # nothing restarted
+    assert noops["gguf-by-hand"].startswith("adopted")
+    assert ids(clean_lab) == before and ids(clean_lab, "cpubox") == before_cpu  # no restart
 
     repo.edit("seats/embed-by-hand.yaml", "context: 1024", "context: 512")
     seat = seats / "embed-by-hand.yaml"
