@@ -10,28 +10,35 @@ from typing import Any
 from pydantic import BaseModel
 
 from fleet.errors import FleetError
-from fleet.plan.plan import Plan
-from fleet.report.inventory import Inventory
 from fleet.spec.models import FleetSettings, Gateway, Host, Seat
 
-KINDS: dict[str, tuple[str, type[BaseModel]]] = {
+DESIRED: dict[str, tuple[str, type[BaseModel]]] = {
     "fleet": ("fleet.yaml", FleetSettings),
     "host": ("hosts/<name>.yaml", Host),
     "seat": ("seats/<name>.yaml", Seat),
     "gateway": ("gateway.yaml", Gateway),
-    "plan": ("fleet plan --json", Plan),
-    "inventory": ("fleet inventory --json", Inventory),
 }
+DOCUMENTS = {"plan": "fleet plan --json", "inventory": "fleet inventory --json"}
+KINDS = (*DESIRED, *DOCUMENTS)
+
+
+def _document_model(kind: str) -> type[BaseModel]:
+    """The plan and inventory models, imported only when asked for (they pull the planner)."""
+    if kind == "plan":
+        from fleet.plan.plan import Plan
+
+        return Plan
+    from fleet.report.inventory import Inventory
+
+    return Inventory
 
 
 def fleet_schema(kind: str = "all") -> dict[str, Any]:
     """One kind's schema, or every desired/ file's keyed by the file it describes."""
     if kind == "all":
-        return {
-            path: model.model_json_schema()
-            for name, (path, model) in KINDS.items()
-            if name not in ("plan", "inventory")
-        }
-    if kind not in KINDS:
-        raise FleetError(f"unknown schema kind {kind!r}: use {', '.join(KINDS)} or all")
-    return KINDS[kind][1].model_json_schema()
+        return {path: model.model_json_schema() for path, model in DESIRED.values()}
+    if kind in DESIRED:
+        return DESIRED[kind][1].model_json_schema()
+    if kind in DOCUMENTS:
+        return _document_model(kind).model_json_schema()
+    raise FleetError(f"unknown schema kind {kind!r}: use {', '.join(KINDS)} or all")
