@@ -66,7 +66,11 @@ def bench(
         _print(output, results)
     if write:
         with Connections(repo.desired) as connections:
-            output.line(record_bench(repo, connections, results))
+            said = record_bench(repo, connections, results)
+        if as_json:
+            output.note(said)  # stdout stays one JSON document
+        else:
+            output.line(said)
     raise typer.Exit(2 if any(r.regression for r in results) else 0)
 
 

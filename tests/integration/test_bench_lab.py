@@ -93,9 +93,7 @@ def test_bench_measures_records_and_raises_regressions(measured: FleetRepo) -> N
     lines = [line for line in inventory.stdout.splitlines() if line.startswith("| `flash`")]
     assert any("**stale**" in line for line in lines), inventory.stdout
 
-
-def test_bench_needs_a_running_seat(measured: FleetRepo) -> None:
-    measured.lab.docker("tower", "stop", "-t", "0", "fleet-tower-coder-1")
-    result = measured.fleet("bench", "--seat", "coder")
-    assert result.returncode == 1 and "is not running" in result.stderr
-    assert "Traceback" not in result.stderr
+    lab.docker("tower", "stop", "-t", "0", "fleet-tower-coder-1")
+    stopped = repo.fleet("bench", "--seat", "coder")
+    assert stopped.returncode == 1 and "is not running" in stopped.stderr
+    assert "Traceback" not in stopped.stderr

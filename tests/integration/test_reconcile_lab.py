@@ -209,8 +209,9 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         assert 'fleet_apply_total{result="rolled-back"} 2.0' in text
         assert 'fleet_apply_total{result="succeeded"}' in text
         # SIGTERM while an apply runs: it finishes that step, releases the lock, exits 0
-        seat.write_text(seat.read_text().replace("\nenv: {FLEET_LAB_FAIL: crash}", ""))
-        other.git.commit("-am", "coder: start again")
+        text = seat.read_text().replace("\nenv: {FLEET_LAB_FAIL: crash}", "")
+        seat.write_text(text.replace("context: 1536", "context: 1280"))  # a new revision
+        other.git.commit("-am", "coder: start again, at 1280")
         other.git.push("origin", "HEAD:main")
         seen = len(loop_events(loop_log(loop), "apply-step"))
         wait_for(lambda: len(loop_events(loop_log(loop), "apply-step")) > seen, 60, "an apply")
