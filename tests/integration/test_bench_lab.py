@@ -38,7 +38,7 @@ def measured(clean_lab: Lab, tmp_path: Path) -> FleetRepo:
 
 
 def bench(repo: FleetRepo, *args: str) -> tuple[int, dict[str, dict[str, object]]]:
-    result = repo.fleet("bench", "--json", "--runs", "3", "--max-tokens", "48", *args)
+    result = repo.fleet("bench", "--json", "--runs", "3", "--max-tokens", "128", *args)
     assert result.returncode in (0, 2), result.stdout + result.stderr
     return result.returncode, {s["seat"]: s for s in json.loads(result.stdout)["seats"]}
 
