@@ -69,6 +69,11 @@ def test_bench_measures_records_and_raises_regressions(measured: FleetRepo) -> N
     ]
     assert "## Measured" in (repo.root / "inventory" / "INVENTORY.md").read_text()
 
+    through = repo.fleet("bench", "--json", "--via", "gateway", "--seat", "coder", "--runs", "1")
+    assert through.returncode == 0, through.stdout + through.stderr  # by alias, as clients see it
+    gateway = json.loads(through.stdout)["seats"][0]
+    assert gateway["seat"] == "coder" and gateway["decode_tok_s"]["n"] == 1
+
     slow(lab, "fleet-tower-coder-1", "0.6")  # 40% slower: a warning
     slow(lab, "fleet-tower-flash-1", "0.4")  # 60% slower: critical
     code, seats = bench(repo)
