@@ -5,10 +5,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/bootstrap.sh
 
+# The tests run on FLEET_TEST_WORKERS pytest-xdist workers (0: one process), each with
+# its own lab (.lab-gw0, .lab-gw1, ...; see tests/lab/fixtures.py): the lab tests spend
+# most of their time waiting on engines, health gates and the proxy, so two labs side by
+# side keep both cores busy.
+workers=${FLEET_TEST_WORKERS:-2}
+
 teardown() {
-    if [ -f tests/lab/__main__.py ]; then
-        .venv/bin/python -m tests.lab down >/dev/null 2>&1 || true
-    fi
+    [ -f tests/lab/__main__.py ] || return 0
+    local dirs=(.lab-gw*/)
+    [ "$workers" = 0 ] && dirs=(.lab/)
+    for dir in "${dirs[@]}"; do
+        [ -f "$dir/state.json" ] || continue
+        FLEET_LAB_DIR="$PWD/${dir%/}" .venv/bin/python -m tests.lab down >/dev/null 2>&1 || true
+    done
 }
 trap teardown EXIT
 
@@ -18,4 +28,8 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
-.venv/bin/pytest "$@"
+if [ "$workers" = 0 ]; then
+    .venv/bin/pytest "$@"
+else
+    .venv/bin/pytest -n "$workers" --dist loadfile "$@"
+fi

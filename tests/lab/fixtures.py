@@ -4,21 +4,37 @@
 run left) and taken down at the end, also when tests fail. Another test session on the
 same lab directory waits for its turn. Integration tests carry the marker `lab`
 (registered in pyproject.toml).
+
+Under pytest-xdist (`scripts/test.sh` runs the suite on several workers) each worker is
+its own session with its own lab: the directory `<lab dir>-<worker>` (`.lab-gw0`,
+`.lab-gw1`, ...), which takes its own slot, so the workers' labs run side by side and
+never touch each other, nor the demo's `.lab`.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from .lab import Lab
+from .lab import REPO, Lab
+
+
+def session_lab_dir() -> Path | None:
+    """This session's lab directory: None (the default, `.lab`) unless an xdist worker."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+    if not worker:
+        return None
+    base = Path(os.environ.get("FLEET_LAB_DIR") or REPO / ".lab")
+    return base.with_name(f"{base.name}-{worker}")
 
 
 @pytest.fixture(scope="session")
 def lab() -> Iterator[Lab]:
     """The running lab: tower, rig and gateway (see tests/lab/README.md)."""
-    the_lab = Lab()
+    the_lab = Lab(root=session_lab_dir())
     with the_lab.locked():
         the_lab.up()
         try:
