@@ -16,7 +16,7 @@ import typer
 from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
-    from reconciler.workflows.plans import FleetRepo
+    from reconciler.workflows.repo import FleetRepo
 
 app = typer.Typer(
     name="fleet",
@@ -54,7 +54,7 @@ def output_of(ctx: typer.Context) -> Output:
 def open_fleet(output: Output, desired: Path | None) -> FleetRepo:
     """Load and validate desired/, printing warnings; ValidationFailed on errors."""
     from reconciler.workflows.desired import desired_dir, require_valid
-    from reconciler.workflows.plans import FleetRepo
+    from reconciler.workflows.repo import FleetRepo
 
     root = desired_dir(desired)
     fleet, problems = require_valid(root)

@@ -15,7 +15,7 @@ from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
     from fleet.observed.models import Observation
-    from reconciler.workflows.plans import FleetRepo
+    from reconciler.workflows.repo import FleetRepo
 
 
 def observe(output: Output, repo: FleetRepo) -> Observation:
@@ -53,7 +53,7 @@ def inventory(
 ) -> None:
     """Observe the live fleet read-only and print the inventory (Markdown, or --json)."""
     from fleet.report.inventory_text import render_json, render_markdown
-    from reconciler.workflows.plans import write_inventory
+    from reconciler.workflows.repo import write_inventory
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
@@ -79,7 +79,7 @@ def check(
     from fleet.report.inventory_text import inventory_diff, render_markdown
     from fleet.report.plan_text import live_line
     from reconciler.adapters.git import read_committed
-    from reconciler.workflows.plans import find_drift
+    from reconciler.workflows.repo import find_drift
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)

@@ -1,65 +1,28 @@
 """Plans and the inventory as a command or the reconcile loop uses them.
 
 Build a plan (observe, plan, drift against the committed inventory), save and load it,
-refuse a saved plan the live fleet has moved away from, write the inventory files, and
-commit them after an apply. The command line prints what these return; nothing here
+refuse a saved plan the live fleet has moved away from, and commit the inventory after an
+apply or a bench (`reconciler.workflows.repo` holds what reading and writing the
+inventory needs, without the planner). The command line prints what these return; nothing here
 prints.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 
 from fleet.errors import FleetError, PlanError
-from fleet.observed.bench import BenchRecord, BenchResult, read_record, render_record
+from fleet.observed.bench import BenchResult, render_record
 from fleet.observed.models import Observation
 from fleet.plan.fingerprint import fingerprint, moved
 from fleet.plan.plan import Plan, make_plan
-from fleet.report.drift import drift_summary, read_inventory_json
-from fleet.report.inventory import Inventory, build_inventory
-from fleet.report.inventory_text import inventory_diff, render_json, render_markdown
-from fleet.spec.models import DesiredFleet
-from fleet.spec.problems import Problem
-from reconciler.adapters.git import commit_files, head_commit, open_repo, read_committed
+from reconciler.adapters.git import commit_files, head_commit, open_repo
 from reconciler.host import Sessions
 from reconciler.workflows.observe import observe_fleet
+from reconciler.workflows.repo import FleetRepo, find_drift, write_inventory
 
 PLAN_FORMAT = "fleet-plan/1"
-
-
-@dataclass(frozen=True)
-class FleetRepo:
-    """desired/ loaded and valid, and the fleet repository that holds it."""
-
-    root: Path
-    desired: DesiredFleet
-    warnings: list[Problem]
-
-    @property
-    def repo_root(self) -> Path:
-        """The fleet repository: the directory holding desired/."""
-        return self.root.resolve().parent
-
-    @property
-    def inventory_path(self) -> Path:
-        """The Markdown inventory; its JSON sits beside it."""
-        return self.repo_root / self.desired.settings.inventory.path
-
-    @property
-    def bench_path(self) -> Path:
-        """The bench record, beside the inventory."""
-        return self.inventory_path.with_name("BENCH.json")
-
-    def bench_record(self) -> BenchRecord:
-        """The bench results kept in the repository (none if there is no record yet)."""
-        path = self.bench_path
-        return read_record(path.read_text() if path.is_file() else None)
-
-    def inventory(self, observation: Observation) -> Inventory:
-        """The inventory of the observed fleet, with the repository's bench record."""
-        return build_inventory(self.desired, observation, self.bench_record())
 
 
 def build_plan(
@@ -85,45 +48,6 @@ def build_plan(
         drift_diff=drift.diff,
     )
     return plan, observation
-
-
-@dataclass(frozen=True)
-class Drift:
-    """The live fleet against the committed inventory: a summary, and the Markdown diff."""
-
-    summary: tuple[str, ...] = ()
-    diff: tuple[str, ...] = ()
-    committed: bool = False
-
-    @property
-    def found(self) -> bool:
-        """True when the live fleet differs from what was committed."""
-        return bool(self.summary or self.diff)
-
-
-def find_drift(repo: FleetRepo, observation: Observation, *, worktree: bool = False) -> Drift:
-    """Compare the committed inventory (Markdown and its JSON twin) with the live one;
-    with `worktree`, an inventory written but not yet committed counts too."""
-    committed = _committed_text(repo.inventory_path, worktree)
-    if committed is None:
-        return Drift()
-    inventory = repo.inventory(observation)
-    delta = inventory_diff(committed, render_markdown(inventory), context=0)
-    diff = tuple(
-        line.rstrip("\n") for line in delta if line[:1] in "+-" and line[:3] not in ("+++", "---")
-    )
-    twin = read_inventory_json(_committed_text(repo.inventory_path.with_suffix(".json"), worktree))
-    summary = drift_summary(twin, inventory) if twin is not None else ()
-    if diff and not summary:
-        summary = ("the inventory differs in lines no seat, alias or GPU summary covers",)
-    return Drift(summary=summary, diff=diff, committed=True)
-
-
-def _committed_text(path: Path, worktree: bool) -> str | None:
-    committed = read_committed(path)
-    if committed is None and worktree and path.is_file():
-        return path.read_text()
-    return committed
 
 
 def save_plan(plan: Plan, path: Path) -> None:
@@ -166,16 +90,6 @@ def applied_line(commit: str | None) -> str:
     sha, dirty, _ = commit.partition("+")
     suffix = " with uncommitted changes (--allow-dirty)" if dirty else ""
     return f"applied desired/ at {sha[:12]}{suffix}"
-
-
-def write_inventory(repo: FleetRepo, inventory: Inventory) -> list[Path]:
-    """Write the Markdown and its JSON twin; the paths written."""
-    markdown = repo.inventory_path
-    twin = markdown.with_suffix(".json")
-    markdown.parent.mkdir(parents=True, exist_ok=True)
-    markdown.write_text(render_markdown(inventory))
-    twin.write_text(render_json(inventory))
-    return [markdown, twin]
 
 
 def commit_inventory(

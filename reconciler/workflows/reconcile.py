@@ -30,7 +30,8 @@ from reconciler.adapters.metrics import FleetMetrics
 from reconciler.adapters.webhook import Notifier, webhook_url
 from reconciler.workflows.apply import ApplyOptions, apply_plan
 from reconciler.workflows.desired import require_valid
-from reconciler.workflows.plans import FleetRepo, build_plan, commit_inventory
+from reconciler.workflows.plans import build_plan, commit_inventory
+from reconciler.workflows.repo import FleetRepo
 from reconciler.workflows.seats import seat_address
 
 HOLDING = ("dirty", "diverged")

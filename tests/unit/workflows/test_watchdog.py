@@ -9,8 +9,8 @@ from typing import Any
 from fleet.facts.engine_metrics import EngineLoad
 from fleet.plan.reconcile import LoadSample
 from fleet.spec.models import ReconcileSettings
-from reconciler.workflows.plans import FleetRepo
 from reconciler.workflows.reconcile import LoopOptions, Reconciler
+from reconciler.workflows.repo import FleetRepo
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.plan.fakes import in_sync
 from tests.unit.render.test_compose import example
