@@ -9,10 +9,7 @@ the traceback itself (locals could hold secrets).
 from __future__ import annotations
 
 import sys
-import tempfile
-import traceback
 
-import click
 import typer
 
 from fleet.errors import FleetError, ValidationFailed
@@ -39,7 +36,8 @@ COMMAND_MODULES = (
     cli_fit,
     cli_reconcile,
 )
-USAGE_ERRORS: tuple[type[Exception], ...] = (click.ClickException, typer.TyperException)
+# typer (from 0.26 on) vendors click: its usage errors derive from TyperException
+USAGE_ERRORS: tuple[type[Exception], ...] = (typer.TyperException,)
 
 
 def main() -> None:
@@ -58,7 +56,7 @@ def main() -> None:
     except FleetError as failure:
         output.error(str(failure))
         sys.exit(1)
-    except (click.exceptions.Abort, typer.Abort):
+    except typer.Abort:
         output.note("aborted", style="red")
         sys.exit(1)
     except USAGE_ERRORS as failure:
@@ -80,6 +78,9 @@ def _usage_error(output: Output, failure: Exception) -> int:
 
 
 def _internal_error(output: Output, failure: BaseException) -> int:
+    import tempfile
+    import traceback
+
     with tempfile.NamedTemporaryFile(
         "w", prefix="fleet-crash-", suffix=".txt", delete=False
     ) as report:
