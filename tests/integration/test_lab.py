@@ -15,7 +15,7 @@ import pytest
 
 from tests.lab import HostSpec, Lab
 from tests.lab.compose import compose_text, seat
-from tests.lab.procs import alive, pids_in_namespaces
+from tests.lab.procs import alive, mount_namespace, pids_in_namespaces
 from tests.lab.spec import make_gpus
 from tests.lab.state import LabState
 
@@ -245,7 +245,8 @@ def leftovers(probe: Lab, state: LabState) -> list[str]:
     host = probe.hosts["probe"]
     pool = ip_network(host.pool)
     found = [f"process {r.pid}" for r in state.procs if alive(r.pid)]
-    found += [f"namespace process {p}" for p in pids_in_namespaces(set(state.namespaces))]
+    roots = {Path(h["root"]) for h in state.hosts.values()}
+    found += [f"namespace process {p}" for p in pids_in_namespaces(set(state.namespaces), roots)]
     links = json.loads(subprocess.run(["ip", "-j", "addr"], capture_output=True, text=True).stdout)
     for link in links:
         addrs = [a["local"] for a in link.get("addr_info", []) if a["family"] == "inet"]
@@ -274,3 +275,16 @@ def test_down_leaves_nothing_behind_even_after_a_crash(tmp_path: Path, lab: Lab)
     assert leftovers(probe, state) == []
     assert not (probe.hosts["probe"].root / "docker").exists()
     probe.down()  # reaps the killed children of this process
+
+
+def test_a_namespace_id_counts_only_with_the_labs_own_mounts(lab: Lab, tmp_path: Path) -> None:
+    """A namespace id can be handed out again: a process in a recorded namespace is the
+    lab's only if it binds /models from one of the lab's own hosts (else another lab's
+    down would kill a container this lab is starting)."""
+    state = LabState.load(lab.root / "state.json")
+    sshd = next(r for r in state.procs if r.role == "sshd" and r.host == "tower")
+    namespace = mount_namespace(sshd.pid)
+    assert namespace in state.namespaces
+    tower, rig = lab.hosts["tower"].root, lab.hosts["rig"].root
+    assert sshd.pid in pids_in_namespaces({namespace}, {tower})
+    assert sshd.pid not in pids_in_namespaces({namespace}, {rig, tmp_path / "another-lab"})

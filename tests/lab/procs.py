@@ -129,17 +129,42 @@ def foreign_namespaces() -> set[str]:
     return found
 
 
-def pids_in_namespaces(namespaces: set[str]) -> list[int]:
-    """Live processes inside any of the given mount namespaces (never the lab's own)."""
+def pids_in_namespaces(namespaces: set[str], host_roots: set[Path]) -> list[int]:
+    """Live processes inside any of the given mount namespaces (never the lab's own) that
+    bind /models from one of `host_roots`.
+
+    A namespace's id is an inode number the kernel hands out again once the namespace is
+    gone, often at once: while one lab goes down, a container another lab is starting can
+    get the id of a namespace the first just emptied. The /models bind mount that
+    `in_host_namespace` makes tells the lab's own namespaces from such a newcomer.
+    """
     namespaces = namespaces - foreign_namespaces()
     if not namespaces:
         return []
+    models = {str((root / "models").resolve()) for root in host_roots}
     found = []
     for entry in Path("/proc").iterdir():
         pid = int(entry.name) if entry.name.isdigit() else 0
-        if pid and mount_namespace(pid) in namespaces and alive(pid):
+        ours = pid and mount_namespace(pid) in namespaces and binds_models(pid, models)
+        if ours and alive(pid):
             found.append(pid)
     return found
+
+
+def binds_models(pid: int, models_dirs: set[str]) -> bool:
+    """Does the process see one of these folders bound at /models (its mountinfo)?"""
+    try:
+        lines = Path(f"/proc/{pid}/mountinfo").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        fields = line.split()
+        # id parent major:minor root mount-point ...; `root` is the bound folder's path
+        # inside its file system, so the full path ends with it
+        if len(fields) > 4 and fields[4] == "/models":
+            source = fields[3].replace("\\040", " ")
+            return any(d == source or d.endswith(source) for d in models_dirs if source != "/")
+    return False
 
 
 def send(pid: int, sig: int) -> None:

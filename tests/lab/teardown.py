@@ -157,7 +157,8 @@ def procs_read(path: Path) -> str:
 
 def kill_leftovers(state: LabState, plan: Footprint) -> None:
     """Anything still in the hosts' namespaces or containers is the lab's: kill it."""
-    leftovers = procs.pids_in_namespaces(set(plan.namespaces))
+    roots = {Path(host["root"]) for host in state.hosts.values()}
+    leftovers = procs.pids_in_namespaces(set(plan.namespaces), roots)
     leftovers += container_pids(container_ids(state))
     procs.stop(sorted(set(leftovers)), timeout=3.0)
 
