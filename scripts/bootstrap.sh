@@ -18,6 +18,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
     .venv/bin/python -c "import fleet, reconciler" 
     echo "$want" > "$stamp"
 fi
+# Bytecode for the project's own modules, as a regular (non-editable) install has: an
+# editable install leaves none, and with PYTHONDONTWRITEBYTECODE set (as on CI runners)
+# every `fleet` command would compile its modules again (~20 ms of a 0.17 s start-up).
+.venv/bin/python -m compileall -q fleet reconciler >/dev/null
 if [ -f tests/lab/install.sh ]; then
     bash tests/lab/install.sh
 fi

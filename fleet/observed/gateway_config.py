@@ -22,7 +22,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from fleet.base import CoreModel
 from fleet.errors import GatewayError
 from fleet.names import is_managed_entry
-from fleet.spec.load import YamlDoc, located, read_yaml
+from fleet.spec.ruamel_tree import located
+from fleet.spec.yaml_reader import YamlDoc, read_yaml
 
 
 class GatewayEntry(CoreModel):

@@ -15,11 +15,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
+from ruamel.yaml.nodes import ScalarNode
+from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
 from fleet.spec import load
-from fleet.spec.load import YamlDoc, load_fleet, located, read_yaml
+from fleet.spec.load import load_fleet
 from fleet.spec.problems import Problem
+from fleet.spec.ruamel_tree import located
 from fleet.spec.validate import validate_fleet
+from fleet.spec.yaml_reader import PLAIN_SCALARS, YamlDoc, plain_tag, read_yaml
 from tests.conftest import CORPUS, REPO
 from tests.unit.spec.test_validate import CASES, example_files
 
@@ -155,3 +159,46 @@ def test_files_only_ruamel_reads_give_ruamel_results(
     files[rel] = files[rel].replace(old, new, 1) if old in files[rel] else files[rel] + new + "\n"
     assert read_yaml(files[rel]) is None
     assert _everything(files) == _ruamel_only(monkeypatch, files)
+
+
+def test_plain_scalar_table_is_ruamel_s() -> None:
+    """The fast reader's table of implicit types is ruamel.yaml's YAML 1.2 table, in order,
+    with the same patterns and first characters (a newer ruamel.yaml that changes it fails
+    here, not silently in a desired/ file)."""
+    theirs = [
+        (tag.rsplit(":", 1)[-1], regexp.pattern, "".join(first))
+        for versions, tag, regexp, first in implicit_resolvers
+        if (1, 2) in versions
+    ]
+    assert list(PLAIN_SCALARS) == theirs
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        "true",
+        "False",
+        "1.5",
+        "-2e3",
+        ".inf",
+        ".NaN",
+        "0x1F",
+        "0o17",
+        "12",
+        "~",
+        "null",
+        "",
+        "<<",
+        "2026-12-03",
+        "2026-1-3 4:05:06",
+        "=",
+        "!",
+        "text",
+        "1_000",
+        "+.5",
+    ],
+)
+def test_plain_tag_agrees_with_ruamel(value: str) -> None:
+    resolver = VersionedResolver(version=(1, 2))
+    theirs = str(resolver.resolve(ScalarNode, value, (True, False))).rsplit(":", 1)[-1]
+    assert (plain_tag(value) or "str") == theirs
