@@ -22,7 +22,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from fleet.base import CoreModel
 from fleet.errors import GatewayError
 from fleet.names import is_managed_entry
-from fleet.spec.ruamel_tree import located
+from fleet.spec.ruamel_tree import located, plain
 from fleet.spec.yaml_reader import YamlDoc, read_yaml
 
 
@@ -129,7 +129,7 @@ def _entry(item: dict[str, Any], line: int) -> GatewayEntry:
         model=_text(params.pop("model", None)),
         api_base=_text(params.pop("api_base", None) or item.get("api_base")),
         entry_id=_text(info.get("id")) if isinstance(info, dict) else None,
-        params=_plain(params),
+        params=plain(params),
         line=line,
     )
 
@@ -148,11 +148,3 @@ def _fallbacks(tree: Any) -> dict[str, tuple[str, ...]]:
 
 def _text(value: Any) -> str | None:
     return None if value is None else str(value)
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_plain(v) for v in value]
-    return value

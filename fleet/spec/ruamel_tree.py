@@ -22,7 +22,7 @@ def load_round_trip(text: str) -> YamlDoc:
 
 def located(tree: Any) -> YamlDoc:
     """A ruamel.yaml round-trip tree as plain data and spots."""
-    return YamlDoc(_plain(tree), _spot_of(tree, 0, 0))
+    return YamlDoc(plain(tree), _spot_of(tree, 0, 0))
 
 
 def _spot_of(node: Any, line: int, column: int) -> Spot:
@@ -41,10 +41,11 @@ def _where(node: CommentedMap | CommentedSeq, key: Any, line: int) -> tuple[int,
     return (found[0], found[1]) if found else (line, 0)
 
 
-def _plain(node: Any) -> Any:
-    """ruamel round-trip nodes as plain dicts, lists and scalars."""
+def plain(node: Any) -> Any:
+    """Nested mappings and sequences (ruamel round-trip nodes among them) as plain dicts
+    with text keys, lists and scalars."""
     if isinstance(node, dict):
-        return {str(k): _plain(v) for k, v in node.items()}
+        return {str(k): plain(v) for k, v in node.items()}
     if isinstance(node, list):
-        return [_plain(v) for v in node]
+        return [plain(v) for v in node]
     return node

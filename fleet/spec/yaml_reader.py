@@ -4,8 +4,8 @@
 and item's `Spot` (line, column), or None wherever it cannot promise ruamel.yaml's
 reading (tags, anchors, block scalars, dates, numbers not written canonically, duplicate
 keys, bad YAML); the caller then reads the text with ruamel.yaml (`fleet.spec.ruamel_tree`)
-for its values and error messages. This module does not import ruamel.yaml, whose import
-alone is a tenth of `fleet validate`'s start-up; `PLAIN_SCALARS` is its table of implicit
+for its values and error messages. This module does not import ruamel.yaml (about 7 ms
+of `fleet validate`'s 0.17 s start-up); `PLAIN_SCALARS` is its table of implicit
 types, which a unit test holds equal to ruamel.yaml's own.
 """
 
