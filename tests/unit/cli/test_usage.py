@@ -6,6 +6,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -48,3 +49,39 @@ def test_help_renders_flags_without_type_noise(args: list[str]) -> None:
     result = run_fleet(*args)
     assert result.returncode == 0
     assert "--help" in result.stdout and "<bool>" not in result.stdout
+
+
+def help_text(command: Any, args: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    command.main(args, standalone_mode=False, prog_name="fleet")
+    return capsys.readouterr().out
+
+
+def everything() -> Any:
+    from reconciler.cli import command_for
+
+    return command_for(["--help"])
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["validate"], ["plan"], ["apply"], ["import"], ["explain"], ["explain", "model"]],
+    ids=["validate", "plan", "apply", "import-named", "group", "group-command"],
+)
+def test_a_run_that_builds_one_command_reads_as_the_whole_app(
+    args: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reconciler.cli import command_for
+
+    narrow = command_for(args)
+    assert list(narrow.commands) == [args[0]]
+    whole = help_text(everything(), [*args, "--help"], capsys)
+    assert "Usage: fleet " + " ".join(args) in whole
+    assert help_text(narrow, [*args, "--help"], capsys) == whole
+
+
+def test_every_command_has_a_name_that_builds_it_alone() -> None:
+    from reconciler.cli import command_for
+
+    names = list(everything().commands)
+    assert {"validate", "plan", "apply", "import", "explain", "reconcile"} <= set(names)
+    assert all(list(command_for([name]).commands) == [name] for name in names)
