@@ -43,14 +43,9 @@ def request_via(
     """One request to address:port opened from the host of `conn`."""
     channel = conn.open_tcp(address, port, timeout=timeout)
     conn.journal.append(("http", f"{method} {address}:{port}{path}"))
-    payload = json.dumps(body).encode() if body is not None else b""
-    head = (
-        f"{method} {path} HTTP/1.1\r\nHost: {address}:{port}\r\nConnection: close\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
-    )
     try:
         channel.settimeout(timeout)
-        channel.sendall(head.encode() + payload)
+        channel.sendall(request_bytes(method, address, port, path, body))
         raw = bytearray()
         while chunk := channel.recv(65536):
             raw.extend(chunk)
@@ -61,6 +56,16 @@ def request_via(
     finally:
         channel.close()
     return _parse_reply(bytes(raw), conn.name)
+
+
+def request_bytes(method: str, address: str, port: int, path: str, body: Any = None) -> bytes:
+    """One HTTP/1.1 request as sent on a channel: a JSON body, the connection then closed."""
+    payload = json.dumps(body).encode() if body is not None else b""
+    head = (
+        f"{method} {path} HTTP/1.1\r\nHost: {address}:{port}\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+    )
+    return head.encode() + payload
 
 
 def _parse_reply(raw: bytes, where: str) -> HttpReply:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fleet.errors import HostError, HostUnreachable
+from reconciler.adapters.http import request_bytes
 from reconciler.host import HostSession
 
 
@@ -80,15 +81,11 @@ def stream_via(
     """A streamed POST to address:port, opened from the host of `conn`."""
     channel = conn.open_tcp(address, port, timeout=timeout)
     conn.journal.append(("http", f"POST {address}:{port}{path} (stream)"))
-    payload = json.dumps(body).encode()
-    head = (
-        f"POST {path} HTTP/1.1\r\nHost: {address}:{port}\r\nConnection: close\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
-    )
+    request = request_bytes("POST", address, port, path, body)
     try:
         channel.settimeout(timeout)
         sent = time.monotonic()
-        channel.sendall(head.encode() + payload)
+        channel.sendall(request)
         return _read(lambda: channel.recv(65536), sent, conn.name)
     except OSError as err:
         raise HostUnreachable(
