@@ -6,6 +6,8 @@ SSH command, SFTP operation and Docker API request to prove it).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -15,16 +17,25 @@ from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
     from fleet.observed.models import Observation
+    from reconciler.host import Sessions
     from reconciler.workflows.repo import FleetRepo
+
+
+@contextmanager
+def observing(output: Output, repo: FleetRepo) -> Iterator[Sessions]:
+    """Sessions to every host of desired/, with a spinner on a terminal while they work."""
+    from reconciler.adapters.connections import Connections
+
+    hosts = len(repo.desired.hosts)
+    with Connections(repo.desired) as connections, output.progress(f"observing {hosts} hosts"):
+        yield connections
 
 
 def observe(output: Output, repo: FleetRepo) -> Observation:
     """Observe every host of desired/ (with a spinner on a terminal)."""
-    from reconciler.adapters.connections import Connections
     from reconciler.workflows.observe import observe_fleet
 
-    hosts = len(repo.desired.hosts)
-    with Connections(repo.desired) as connections, output.progress(f"observing {hosts} hosts"):
+    with observing(output, repo) as connections:
         return observe_fleet(repo.desired, connections)
 
 

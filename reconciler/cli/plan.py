@@ -51,14 +51,12 @@ def plan(
 ) -> None:
     """Diff desired/ against the live fleet and show what apply would do (read-only)."""
     from fleet.report.plan_text import plan_markdown
-    from reconciler.adapters.connections import Connections
-    from reconciler.cli.observe import report_unreachable
+    from reconciler.cli.observe import observing, report_unreachable
     from reconciler.workflows.plans import build_plan, save_plan
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
-    hosts = len(repo.desired.hosts)
-    with Connections(repo.desired) as connections, output.progress(f"observing {hosts} hosts"):
+    with observing(output, repo) as connections:
         result, observation = build_plan(repo, connections, prune=prune, seats=seat)
     if as_json:
         output.json(result.model_dump(mode="json"))
