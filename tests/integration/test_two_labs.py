@@ -5,11 +5,9 @@ first running and untouched: its daemons, sockets, containers and networks."""
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import subprocess
-import time
 from collections.abc import Iterator
 from ipaddress import ip_address, ip_network
 from pathlib import Path
@@ -17,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.lab import HostSpec, Lab, claims
-from tests.lab.procs import alive, is_ours
+from tests.lab.procs import alive, hold_flock, is_ours
 from tests.lab.slots import RUN_ROOT
 from tests.lab.spec import RTX_3090, make_gpus
 from tests.lab.state import LabState
@@ -51,15 +49,7 @@ def machine_lock(timeout: float = 1800.0) -> Iterator[None]:
         yield
         return
     with MACHINE_LOCK.open("a") as handle:
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    pytest.fail(f"{MACHINE_LOCK} busy for {timeout:.0f}s")
-                time.sleep(1)
+        hold_flock(handle, timeout, str(MACHINE_LOCK))
         yield
 
 

@@ -14,11 +14,9 @@ tests/lab/README.md for the whole surface.
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +24,7 @@ from pathlib import Path
 from . import claims, gateway, slots, teardown
 from .bringup import bring_up, port_open
 from .layout import LabLayout
-from .procs import LabError, is_ours
+from .procs import LabError, hold_flock, is_ours
 from .spec import SSH_PORT, HostSpec, bench_hosts, default_hosts
 from .state import LabState
 
@@ -67,15 +65,7 @@ class Lab(LabLayout):
         """Hold the lab for this process (other test sessions wait for their turn)."""
         self.root.mkdir(parents=True, exist_ok=True)
         with (self.root / "lock").open("w") as handle:
-            deadline = time.monotonic() + timeout
-            while True:
-                try:
-                    fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                    break
-                except BlockingIOError:
-                    if time.monotonic() > deadline:
-                        raise LabError(f"lab {self.root} busy for {timeout:.0f}s") from None
-                    time.sleep(1)
+            hold_flock(handle, timeout, f"lab {self.root}")
             yield
 
     def up(self) -> None:

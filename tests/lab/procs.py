@@ -10,12 +10,14 @@ This VM reaps orphans late: a zombie is treated as dead (see LAB-NOTES).
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import signal
 import subprocess
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import IO
 
 # Binds a host's folders over the machine's /models, /srv/fleet and /etc/litellm inside
 # a private mount namespace, then runs the daemon there. The host's own root .bashrc
@@ -219,3 +221,16 @@ def run(
 
 class LabError(Exception):
     """The lab could not be brought up or down."""
+
+
+def hold_flock(handle: IO[str], timeout: float, what: str) -> None:
+    """Take an exclusive flock on `handle`, trying each second; LabError after `timeout`."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise LabError(f"{what} busy for {timeout:.0f}s") from None
+            time.sleep(1)
