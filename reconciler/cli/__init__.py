@@ -9,6 +9,7 @@ the traceback itself (locals could hold secrets).
 from __future__ import annotations
 
 import copy
+import gc
 import sys
 from collections.abc import Sequence
 
@@ -46,6 +47,16 @@ USAGE_ERRORS: tuple[type[Exception], ...] = (typer.TyperException,)
 
 def main() -> None:
     """Entry point: run the app inside the one error boundary."""
+    try:
+        _run()
+    finally:
+        # Nothing is left to collect but what the interpreter frees on exit: without the
+        # final cyclic collection over every module's objects (pydantic's schemas,
+        # paramiko, cryptography), an observing command exits ~0.07 s sooner.
+        gc.freeze()
+
+
+def _run() -> None:
     output = Output()
     try:
         command = command_for(sys.argv[1:])
