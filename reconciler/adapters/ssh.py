@@ -9,18 +9,43 @@ Every operation is appended to `journal`, which the read-only tests inspect.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
+import sys
 import threading
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import paramiko
+from typing import Any
 
 from fleet.errors import HostAuthError, HostError, HostUnreachable
 from fleet.spec.models import Host
 from reconciler.host import CommandResult as CommandResult
 from reconciler.host import checked
+
+
+class _DeferredModule(types.ModuleType):
+    """Stands in for a module until one of its attributes is read, then imports it."""
+
+    def __getattr__(self, attribute: str) -> Any:
+        if sys.modules.get(self.__name__) is self:
+            del sys.modules[self.__name__]
+        return getattr(importlib.import_module(self.__name__), attribute)
+
+
+def defer_import(name: str) -> None:
+    """Import module `name` when one of its attributes is first read, not on `import`.
+
+    paramiko's config module imports invoke (and with it asyncio and unittest.mock,
+    ~30 ms of every SSH command's start-up) for one use: ssh_config's `Match exec`.
+    """
+    if name not in sys.modules and importlib.util.find_spec(name) is not None:
+        sys.modules[name] = _DeferredModule(name)
+
+
+defer_import("invoke")
+import paramiko  # noqa: E402  (after the deferral, which must come first)
 
 # paramiko logs refused channels and failed handshakes itself; fleet reports them once, as
 # HostErrors, so its own logger stays quiet.
