@@ -15,15 +15,11 @@ from io import StringIO
 from typing import Any
 
 from pydantic import Field
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
 from fleet.base import CoreModel
 from fleet.errors import GatewayError
 from fleet.names import is_managed_entry
-from fleet.spec.ruamel_tree import located, plain
-from fleet.spec.yaml_reader import YamlDoc, read_yaml
+from fleet.yaml_reader import YamlDoc, plain, read_yaml
 
 
 class GatewayEntry(CoreModel):
@@ -65,6 +61,10 @@ class GatewayConfig(CoreModel):
 
 def load_tree(text: str) -> Any:
     """Round-trip YAML tree of a config; GatewayError on bad YAML or a non-mapping."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
     try:
         tree = YAML(typ="rt").load(StringIO(text))
     except MarkedYAMLError as err:
@@ -92,6 +92,8 @@ def read_config(text: str) -> YamlDoc:
     """
     doc = read_yaml(text)
     if doc is None:
+        from fleet.spec.ruamel_tree import located
+
         return located(load_tree(text))
     if doc.data is None:
         return YamlDoc({}, doc.spot)

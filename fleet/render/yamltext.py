@@ -16,7 +16,7 @@ from typing import Any
 
 from ruamel.yaml import YAML
 
-from fleet.spec.yaml_reader import plain_tag
+from fleet.yaml_reader import plain_tag
 
 _TEXT = re.compile(r"[A-Za-z0-9_/][A-Za-z0-9_./:@+=-]*")
 _FLOAT = re.compile(r"-?[0-9]+\.[0-9]+")

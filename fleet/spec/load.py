@@ -2,7 +2,7 @@
 
 Called by the command line (through `reconciler.desired`, which reads the files) and by
 tests. The input is a mapping of paths relative to desired/ (`seats/sec.yaml`) to text, so
-this module does no I/O. Each file is parsed once: `fleet.spec.yaml_reader` reads it with
+this module does no I/O. Each file is parsed once: `fleet.yaml_reader` reads it with
 libyaml by ruamel.yaml's YAML 1.2 rules; where it cannot promise ruamel's reading,
 ruamel.yaml's round-trip loader reads it (`fleet.spec.ruamel_tree`, imported only then),
 so values and error messages stay ruamel's. Either way each key and item keeps its `Spot`
@@ -21,7 +21,7 @@ from pydantic import BaseModel, ValidationError
 from fleet.spec.messages import describe_error
 from fleet.spec.models import DesiredFleet, FleetSettings, Gateway, Host, Seat
 from fleet.spec.problems import Problem, Severity
-from fleet.spec.yaml_reader import Spot, YamlDoc, read_yaml
+from fleet.yaml_reader import Spot, YamlDoc, read_yaml
 
 Loc = tuple[str | int, ...]
 M = TypeVar("M", bound=BaseModel)

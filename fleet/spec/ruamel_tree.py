@@ -1,6 +1,6 @@
 """ruamel.yaml round-trip trees as the fast reader's `YamlDoc`: plain data and spots.
 
-Imported only where ruamel.yaml reads a text: the files `fleet.spec.yaml_reader` cannot
+Imported only where ruamel.yaml reads a text: the files `fleet.yaml_reader` cannot
 promise to read as ruamel.yaml does, and the gateway config that apply edits in place.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from fleet.spec.yaml_reader import Spot, YamlDoc
+from fleet.yaml_reader import Spot, YamlDoc, plain
 
 
 def load_round_trip(text: str) -> YamlDoc:
@@ -39,13 +39,3 @@ def _where(node: CommentedMap | CommentedSeq, key: Any, line: int) -> tuple[int,
     data = node.lc.data  # None for a mapping merged in with `<<`
     found = data.get(key) if isinstance(data, dict) else None
     return (found[0], found[1]) if found else (line, 0)
-
-
-def plain(node: Any) -> Any:
-    """Nested mappings and sequences (ruamel round-trip nodes among them) as plain dicts
-    with text keys, lists and scalars."""
-    if isinstance(node, dict):
-        return {str(k): plain(v) for k, v in node.items()}
-    if isinstance(node, list):
-        return [plain(v) for v in node]
-    return node

@@ -23,7 +23,7 @@ from fleet.spec.load import load_fleet
 from fleet.spec.problems import Problem
 from fleet.spec.ruamel_tree import located
 from fleet.spec.validate import validate_fleet
-from fleet.spec.yaml_reader import PLAIN_SCALARS, YamlDoc, plain_tag, read_yaml
+from fleet.yaml_reader import PLAIN_SCALARS, YamlDoc, plain_tag, read_yaml
 from tests.conftest import CORPUS, REPO
 from tests.unit.spec.test_validate import CASES, example_files
 

@@ -193,3 +193,13 @@ def _canonical_float(value: str) -> float | None:
     except ValueError:
         return None
     return number if repr(number) == value else None
+
+
+def plain(node: Any) -> Any:
+    """Nested mappings and sequences (ruamel round-trip nodes among them) as plain dicts
+    with text keys, lists and scalars."""
+    if isinstance(node, dict):
+        return {str(k): plain(v) for k, v in node.items()}
+    if isinstance(node, list):
+        return [plain(v) for v in node]
+    return node
