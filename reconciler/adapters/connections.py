@@ -2,12 +2,15 @@
 
 Observe and apply share them, so every command costs each host one SSH connection. The
 journals of all connections record every command, SFTP operation and channel opened.
-`Connections` implements `reconciler.host.Sessions`.
+`Connections` implements `reconciler.host.Sessions`. `open_all` starts the connections
+in the background, so that a command's own start-up (the planner's imports) overlaps
+the SSH handshakes instead of coming before them.
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 from fleet.spec.models import DesiredFleet
@@ -25,17 +28,51 @@ class Connections:
         self.timeout = timeout
         self._open: dict[str, HostConnection] = {}
         self._locks: dict[str, threading.Lock] = {h: threading.Lock() for h in desired.hosts}
+        self._closed = False
+        self._failed: dict[str, Exception] = {}
+        self._tried: set[str] = set()
         self.journal: list[tuple[str, str, str]] = []
+
+    def open_all(self, hosts: Iterable[str] | None = None) -> None:
+        """Start connecting to every host (or those named) in the background.
+
+        A failure is kept and raised by the next `get` of that host, as `get` would
+        have raised it; a later `get` tries again. `close` does not wait for them: a
+        connection that opens after it is closed at once.
+        """
+        self._closed = False
+        for host in sorted(self.desired.hosts if hosts is None else hosts):
+            threading.Thread(target=self._open_one, args=(host,), daemon=True).start()
+
+    def _open_one(self, host: str) -> None:
+        with self._locks[host]:
+            if host in self._tried:  # a get() came first: it connected or raised
+                return
+            try:
+                conn = self._connected(host)
+            except Exception as err:  # raised by the next get(host), as get would have
+                self._failed[host] = err
+                return
+            if self._closed:  # close() ran while this connected
+                self._open.pop(host, None)
+                conn.close()
 
     def get(self, host: str) -> HostConnection:
         """The connection to `host`, connecting now if needed (HostError on failure)."""
         with self._locks[host]:
-            conn = self._open.get(host)
-            if conn is None:
-                target = resolve_target(self.desired.hosts[host], self.ssh_config)
-                conn = HostConnection(target, timeout=self.timeout).connect()
-                self._open[host] = conn
-            return conn
+            failed = self._failed.pop(host, None)
+            if failed is not None:
+                raise failed
+            return self._connected(host)
+
+    def _connected(self, host: str) -> HostConnection:
+        self._tried.add(host)
+        conn = self._open.get(host)
+        if conn is None:
+            target = resolve_target(self.desired.hosts[host], self.ssh_config)
+            conn = HostConnection(target, timeout=self.timeout).connect()
+            self._open[host] = conn
+        return conn
 
     def operations(self) -> list[tuple[str, str, str]]:
         """(host, kind, detail) of every operation on every connection, in order per host."""
@@ -46,10 +83,12 @@ class Connections:
         ]
 
     def close(self) -> None:
-        """Close every connection."""
-        for conn in self._open.values():
+        """Close every connection (one still opening in the background closes when open)."""
+        self._closed = True
+        for conn in list(self._open.values()):
             conn.close()
         self._open.clear()
+        self._failed.clear()
 
     def __enter__(self) -> Connections:
         return self

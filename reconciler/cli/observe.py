@@ -23,19 +23,24 @@ if TYPE_CHECKING:
 
 @contextmanager
 def observing(output: Output, repo: FleetRepo) -> Iterator[Sessions]:
-    """Sessions to every host of desired/, with a spinner on a terminal while they work."""
+    """Sessions to every host of desired/, with a spinner on a terminal while they work.
+
+    The connections are already being opened when this yields: what the block imports
+    before it observes overlaps the SSH handshakes.
+    """
     from reconciler.adapters.connections import Connections
 
     hosts = len(repo.desired.hosts)
     with Connections(repo.desired) as connections, output.progress(f"observing {hosts} hosts"):
+        connections.open_all()
         yield connections
 
 
 def observe(output: Output, repo: FleetRepo) -> Observation:
     """Observe every host of desired/ (with a spinner on a terminal)."""
-    from reconciler.workflows.observe import observe_fleet
-
     with observing(output, repo) as connections:
+        from reconciler.workflows.observe import observe_fleet
+
         return observe_fleet(repo.desired, connections)
 
 

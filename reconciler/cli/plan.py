@@ -52,11 +52,12 @@ def plan(
     """Diff desired/ against the live fleet and show what apply would do (read-only)."""
     from fleet.report.plan_text import plan_markdown
     from reconciler.cli.observe import observing, report_unreachable
-    from reconciler.workflows.plans import build_plan, save_plan
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
     with observing(output, repo) as connections:
+        from reconciler.workflows.plans import build_plan, save_plan  # beside the handshakes
+
         result, observation = build_plan(repo, connections, prune=prune, seats=seat)
     if as_json:
         output.json(result.model_dump(mode="json"))
