@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from fleet.engines import engine_for, vllm
 from fleet.facts.kv_estimate import GIB
 from fleet.observed.models import Observation, ObservedGpu, ObservedHost
-from fleet.plan import fit, predict
+from fleet.plan import fit, gpu_share, predict
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker
 from fleet.plan.host_memory import ram_blockers
 from fleet.plan.predict import ENGINE_OVERHEAD_MIB, MIB, Basis, PredictionSource
@@ -317,7 +317,7 @@ def _speculative_blockers(host: ObservedHost, seat: Seat) -> Iterator[Blocker]:
 
 
 def _gpu_blockers(desired: DesiredFleet, observation: Observation, seat: Seat) -> Iterator[Blocker]:
-    for message in fit.overcommitted(desired, observation, seat):
+    for message in gpu_share.overcommitted(desired, observation, seat):
         yield Blocker(target=seat.name, message=message)
 
 
