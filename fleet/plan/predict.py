@@ -6,10 +6,11 @@ prediction every seat action carries (`fleet.plan.plan`) and sizes budgets for
 `fleet.plan.blockers` and `fleet fit`. Pure: desired/ and one read-only `Observation` in.
 
 Each figure says where it came from. `exact`: a startup log on the host ran the same model
-with the same KV budget, tensor parallel size, KV dtype and speculative decoding, so its
-logged KV tokens are reused. `estimate`: from config.json, laid out as vLLM lays out its
-KV cache (`fleet.facts.kv_estimate.kv_layout`); with only the summary observation keeps
-of config.json (`ModelInfo.kv_bytes_per_token`) models whose layers all cache every token.
+with the same KV budget, tensor parallel size, KV dtype and speculative decoding
+(`fleet.plan.exact_log`), so its logged KV tokens are reused. `estimate`: from
+config.json, laid out as vLLM lays out its KV cache (`fleet.facts.kv_estimate.kv_layout`);
+with only the summary observation keeps of config.json (`ModelInfo.kv_bytes_per_token`)
+models whose layers all cache every token.
 A `gpu_memory_utilization` budget is what the fraction leaves after the weights (logged by
 a seat of the same model, else the size on disk) and a fixed engine overhead. A fact that
 cannot be read is named in `unknown`, never guessed.
@@ -17,17 +18,14 @@ cannot be read is named in `unknown`, never guessed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from enum import StrEnum
 
 from pydantic import Field
 
 from fleet.base import CoreModel
-from fleet.engines import vllm
 from fleet.facts.kv_estimate import (
     GIB,
     KvLayout,
-    flag_value,
     kv_dtype,
     kv_dtype_bytes,
     kv_layout,
@@ -37,7 +35,8 @@ from fleet.facts.kv_estimate import (
 )
 from fleet.facts.model_config import ModelFacts
 from fleet.facts.vllm_log import EngineReport
-from fleet.observed.models import ModelInfo, Observation, ObservedHost, ObservedSeat
+from fleet.observed.models import ModelInfo, Observation, ObservedHost
+from fleet.plan.exact_log import exact_log
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
 from fleet.units import format_bytes
 
@@ -47,9 +46,6 @@ ENGINE_OVERHEAD_MIB = 1024  # CUDA context, activations and graphs beside weight
 # CUDA context and activations, ~0.4 GiB plus 2% of the weights (a 1.5B model at 0.055 of
 # 96 GiB logged 4.70x at 16,384 tokens: ~0.33 GiB beside its weights and KV).
 FRACTION_OVERHEAD_MIB = 400
-# Engine flags that change what a KV budget holds: a log of other values is not exact.
-MEMORY_FLAGS: tuple[str, ...] = ("--block-size", "--max-num-batched-tokens", "--max-num-seqs")
-MEMORY_FLAGS += ("--enforce-eager", "--cpu-offload-gb", "--swap-space")
 DRAFTER_HEAD_LAYERS = 1  # an EAGLE head or MTP module is one decoder layer unless told
 
 
@@ -152,7 +148,7 @@ def basis(desired: DesiredFleet, observation: Observation, seat: Seat) -> Basis:
     unknown += [why] if why else []
     return Basis(
         layout=layout,
-        exact=_exact_log(host, seat, total),
+        exact=exact_log(host, seat, total),
         weights_mib=_weights_mib(host, seat, info),
         total_mib=total,
         max_model_len=facts.max_model_len if facts else None,
@@ -245,22 +241,6 @@ def _draft_info(host: ObservedHost, seat: Seat) -> ModelInfo | None:
     return host.models.get(spec.draft_model.rstrip("/")) if spec and spec.draft_model else None
 
 
-def _exact_log(host: ObservedHost, seat: Seat, total: int | None) -> EngineReport | None:
-    """The startup log of a seat on the host that ran this very KV configuration: it states
-    the KV memory and tokens, and a byte budget it reserved is the seat's (to 0.01 GiB)."""
-    wanted = kv_config(seat, total)
-    for live in sorted(host.seats, key=lambda s: (s.name != seat.name, s.name)):
-        log = live.engine
-        if log is None or not log.kv_cache_tokens or log.kv_cache_gib is None:
-            continue
-        budget = seat.kv_cache_bytes
-        if budget is not None and abs(log.kv_cache_gib - budget / GIB) > 0.006:
-            continue
-        if live.engine_name == vllm.NAME and live_kv_config(host, live) == wanted:
-            return log
-    return None
-
-
 def _weights_mib(host: ObservedHost, seat: Seat, info: ModelInfo | None) -> int | None:
     """Per-GPU weights: logged by a seat of the same model and parallel layout, else on disk."""
     tp, pp = len(seat.gpus), pipeline_parallel(seat.extra_args)
@@ -301,42 +281,3 @@ def drafter_layers(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> i
     if not mine or not theirs:
         return draft.num_layers
     return -(-draft.num_layers * theirs // mine)
-
-
-def kv_config(seat: Seat, total_mib: int | None) -> tuple[object, ...]:
-    """What decides the KV tokens of a seat, in a form a live seat can be compared with."""
-    budget = (
-        ("bytes", seat.kv_cache_bytes)
-        if seat.kv_cache_bytes is not None
-        else ("fraction", seat.gpu_memory_utilization, total_mib)
-    )
-    speculative = vllm.desired_shape(seat)["speculative"]
-    return _config(seat.model, len(seat.gpus), seat.extra_args, speculative, budget)
-
-
-def live_kv_config(host: ObservedHost, live: ObservedSeat) -> tuple[object, ...]:
-    """The same, for a seat that runs (its argv, the GPUs nvidia-smi shows it on)."""
-    engine = live.engine
-    if live.kv_cache_bytes is not None:
-        budget: tuple[object, ...] = ("bytes", live.kv_cache_bytes)
-    else:
-        totals = [g.memory_total_mib for g in host.gpus if g.index in live.gpus]
-        budget = ("fraction", live.gpu_memory_utilization or 0.9, min(totals, default=None))
-    tp = live.tensor_parallel_size or (engine.tensor_parallel_size if engine else None) or 1
-    keys = ("method", "num_speculative_tokens", "model")
-    spec = {k: v for k, v in (live.speculative or {}).items() if k in keys}
-    dtype = (engine.kv_cache_dtype if engine else None) or kv_dtype(live.extra_args)
-    return _config(live.model or "", tp, live.extra_args, spec or None, budget, dtype)
-
-
-def _config(
-    model: str,
-    tp: int,
-    args: Sequence[str],
-    spec: object,
-    budget: tuple[object, ...],
-    dtype: str | None = None,
-) -> tuple[object, ...]:
-    flags = tuple((f, flag_value(args, f)) for f in MEMORY_FLAGS if f in args)
-    dtype = (dtype or kv_dtype(args)).strip().lower()
-    return (model.rstrip("/"), tp, pipeline_parallel(args), dtype, spec, budget, flags)
