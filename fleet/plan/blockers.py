@@ -11,7 +11,8 @@ health gate would refuse: a context above what config.json allows (unless the se
 sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), a KV budget that holds less than one request of
 the context, a concurrency outside the seat's band, the seats desired/ puts on a GPU
 needing more than it has (with those that stay), an MTP method on a model without MTP
-layers and a drafter that is not on the host. Each names the numbers and the fix.
+layers and a drafter that is not on the host (`fleet.plan.speculative_check`). Each
+names the numbers and the fix.
 """
 
 from __future__ import annotations
@@ -26,34 +27,11 @@ from fleet.plan import fit, gpu_share, predict
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker
 from fleet.plan.host_memory import ram_blockers
 from fleet.plan.predict import ENGINE_OVERHEAD_MIB, MIB, Basis, PredictionSource
+from fleet.plan.speculative_check import speculative_blockers
 from fleet.spec.images import parse_image
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
-from fleet.spec.speculative import MTP_METHODS
 
 LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
-
-
-def _names(words: str) -> frozenset[str]:
-    return frozenset(words.split())
-
-
-# Model families vLLM drafts MTP tokens for (SpeculativeConfig.hf_config_override).
-MTP_MODEL_TYPES = (
-    _names(
-        "deepseek_v3 deepseek_v32 deepseek_v4 deepseek_mtp glm_moe_dsa dots3_note pangu_ultra_moe "
-        "kimi_k3 ernie4_5_moe nemotron_h nemotron_h_puzzle qwen3_next qwen4_exp qwen4_exp_text "
-        "qwen3_5 qwen3_5_moe qwen3_5_text qwen3_5_moe_text intern_s2_preview interns2_mobius "
-        "bailing_hybrid exaone_moe exaone4_5 longcat_flash longcat_flash_ngram step3p5 step3p7 "
-        "hy_v3 hy_v4 inkling_model inkling_mm_model minimax_m3_vl glm5_next"
-    )
-    | MTP_METHODS
-)
-MTP_ARCHITECTURES = _names(
-    "MiMoForCausalLM MiMoV2ForCausalLM MiMoV2OmniForCausalLM MiMoV2FlashForCausalLM "
-    "Glm4MoeForCausalLM Glm4MoeLiteForCausalLM GlmOcrForConditionalGeneration "
-    "BailingMoeV2_5ForCausalLM BailingMoeV3ForCausalLM Step3p5ForCausalLM "
-    "MiniMaxM3SparseForConditionalGeneration"
-)
 
 
 def find_blockers(
@@ -195,7 +173,7 @@ def _prediction_blockers(
     base = predict.basis(desired, observation, seat)
     yield from _context_blockers(seat, base)
     yield from _kv_blockers(desired, seat, base)
-    yield from _speculative_blockers(host, seat)
+    yield from speculative_blockers(host, seat)
     yield from _gpu_blockers(desired, observation, seat)
 
 
@@ -275,45 +253,6 @@ def _gib(size: int, up: bool) -> str:
     tenths = size / GIB * 10
     value = (-(-tenths // 1) if up else tenths // 1) / 10
     return f"{value:.1f}GiB" if value >= 1 else f"{(size // MIB) + (1 if up else 0):,}MiB"
-
-
-def has_mtp_layers(
-    model_types: tuple[str | None, ...], architecture: str | None, layers: int | None
-) -> bool | None:
-    """Whether a model carries MTP layers vLLM can draft with (None: cannot tell)."""
-    if layers is not None:
-        return layers > 0
-    if architecture in MTP_ARCHITECTURES or any(t in MTP_MODEL_TYPES for t in model_types):
-        return None
-    return False if architecture or any(model_types) else None
-
-
-def _speculative_blockers(host: ObservedHost, seat: Seat) -> Iterator[Blocker]:
-    spec = seat.speculative
-    if spec is None:
-        return
-    if spec.draft_model:
-        if spec.draft_model.rstrip("/") in host.missing_paths:
-            yield Blocker(
-                target=seat.name,
-                message=f"draft model {spec.draft_model} ({spec.method}) does not exist on "
-                f"{seat.host}",
-            )
-        return
-    info = host.models.get(seat.model.rstrip("/"))
-    if spec.method not in MTP_METHODS or info is None or info.config_error:
-        return
-    facts = predict.model_facts(info)
-    types = (info.model_type, facts.text_model_type if facts else None)
-    layers = facts.mtp_layers if facts else None
-    if has_mtp_layers(types, info.architecture, layers) is False:
-        kind = ", ".join(t for t in (*types, info.architecture) if t)
-        yield Blocker(
-            target=seat.name,
-            message=f"speculative method {spec.method} drafts with the model's own MTP "
-            f"layers, but config.json of {seat.model} ({kind}) has none: drop speculative, "
-            "or draft with a separate model (eagle3, draft_model) named in draft_model",
-        )
 
 
 def _gpu_blockers(desired: DesiredFleet, observation: Observation, seat: Seat) -> Iterator[Blocker]:
