@@ -6,17 +6,17 @@ planner's predictions. Multimodal configs nest the language model under `text_co
 `llm_config`, `language_config`). `max_model_len` is the most context vLLM accepts for the
 model (`_get_and_verify_max_len`: the smallest length key, scaled by rope scaling except
 llama3/longrope and Gemma 3); `mtp_layers` counts the model's own draft (MTP) layers.
-The quantization normaliser lives in `fleet.facts.quantization`; its public names are
-re-exported here.
+The attention layout is read by `fleet.facts.attention` and the quantization normaliser
+lives in `fleet.facts.quantization`; their public names are re-exported here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from enum import StrEnum
 
 from fleet.base import CoreModel
 from fleet.facts._text import first_int, first_str, json_object
+from fleet.facts.attention import AttentionFacts, AttentionKind, attention_facts
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.quantization import (
     NO_QUANTIZATION,
@@ -38,8 +38,6 @@ __all__ = [
 ]
 
 _TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config")
-# transformers' default "one full-attention layer every N" when a config gives no pattern.
-_DEFAULT_SLIDING_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
 # transformers' default positions where a family's config.json may leave the key out.
 _DEFAULT_POSITIONS = {"gemma3_text": 131072}
 # The keys vLLM reads a model's length from (the smallest wins; model_max_length overrides).
@@ -52,37 +50,6 @@ _LENGTH_KEYS: tuple[str, ...] = (
 _LENGTH_KEYS += ("model_max_length", "max_target_positions", "max_sequence_length")
 _LENGTH_KEYS += ("max_seq_length", "seq_len")
 _MTP_KEYS = ("num_nextn_predict_layers", "mtp_num_hidden_layers", "num_mtp_modules")
-
-
-class AttentionKind(StrEnum):
-    """How a model's layers attend, which decides what its KV cache holds per token."""
-
-    FULL = "full"
-    SLIDING_WINDOW = "sliding-window"
-    MLA = "mla"
-    HYBRID_LINEAR = "hybrid-linear"
-
-
-class AttentionFacts(CoreModel):
-    """The attention layout: its kind and what the KV-cache estimate needs to know.
-
-    `full_attention_layers` lists the layers (0-based) that attend over the whole context
-    when only some do (sliding-window patterns, hybrid linear attention); it is empty when
-    all layers do. `cross_attention_layers` attend to image tokens, not to the context.
-    """
-
-    kind: AttentionKind | None = None
-    sliding_window: int | None = None
-    sliding_window_pattern: int | None = None
-    full_attention_layers: tuple[int, ...] = ()
-    cross_attention_layers: tuple[int, ...] = ()
-    kv_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
-    linear_key_heads: int | None = None
-    linear_value_heads: int | None = None
-    linear_key_head_dim: int | None = None
-    linear_value_head_dim: int | None = None
-    linear_conv_kernel: int | None = None
 
 
 class ModelFacts(CoreModel):
@@ -147,7 +114,7 @@ def parse_model_config(text: str, hf_quant_config: str | None = None) -> ModelFa
         quantization = parse_hf_quant_config(hf_quant_config)
     heads = first_int(inner, "num_attention_heads", "n_head", "num_heads")
     hidden = first_int(inner, "hidden_size", "n_embd", "d_model")
-    attention = _attention(inner)
+    attention = attention_facts(inner)
     max_len, max_len_source = _max_model_len(inner)
     return ModelFacts(
         architectures=_strings(config.get("architectures")),
@@ -204,72 +171,6 @@ def _head_dim(
     return first_int(config, "head_dim") or (hidden // heads if hidden and heads else None)
 
 
-def _attention(config: dict[str, object]) -> AttentionFacts:
-    """Classify the attention layout from the fields each family uses."""
-    layers = first_int(config, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
-    cross = _layer_indices(config.get("cross_attention_layers"))
-    if (rank := first_int(config, "kv_lora_rank")) is not None:
-        return AttentionFacts(
-            kind=AttentionKind.MLA,
-            kv_lora_rank=rank,
-            qk_rope_head_dim=first_int(config, "qk_rope_head_dim"),
-        )
-    window = first_int(config, "sliding_window")
-    layer_types = config.get("layer_types")
-    if isinstance(layer_types, list) and layer_types:
-        return _from_layer_types(config, layer_types, window)
-    if (interval := first_int(config, "full_attention_interval")) and layers:
-        return _linear(config, tuple(i for i in range(layers) if (i + 1) % interval == 0))
-    if window and config.get("use_sliding_window") is not False and layers:
-        return _sliding(config, window, layers)
-    kind = AttentionKind.FULL if layers else None
-    return AttentionFacts(kind=kind, cross_attention_layers=cross)
-
-
-def _linear(config: dict[str, object], full: tuple[int, ...]) -> AttentionFacts:
-    """Hybrid linear attention; the Gated-DeltaNet state sizes where the config gives them."""
-    return AttentionFacts(
-        kind=AttentionKind.HYBRID_LINEAR,
-        full_attention_layers=full,
-        linear_key_heads=first_int(config, "linear_num_key_heads"),
-        linear_value_heads=first_int(config, "linear_num_value_heads"),
-        linear_key_head_dim=first_int(config, "linear_key_head_dim"),
-        linear_value_head_dim=first_int(config, "linear_value_head_dim"),
-        linear_conv_kernel=first_int(config, "linear_conv_kernel_dim"),
-    )
-
-
-def _from_layer_types(
-    config: dict[str, object], layer_types: list[object], window: int | None
-) -> AttentionFacts:
-    """`layer_types` names each layer: full, sliding or linear attention."""
-    full = tuple(i for i, kind in enumerate(layer_types) if kind == "full_attention")
-    if any(isinstance(kind, str) and "linear" in kind for kind in layer_types):
-        return _linear(config, full)
-    if "sliding_attention" in layer_types:
-        return AttentionFacts(
-            kind=AttentionKind.SLIDING_WINDOW,
-            sliding_window=window,
-            sliding_window_pattern=_period(full),
-            full_attention_layers=full,
-        )
-    return AttentionFacts(kind=AttentionKind.FULL)
-
-
-def _sliding(config: dict[str, object], window: int, layers: int) -> AttentionFacts:
-    """A sliding window on every layer, or on all but every N-th (the family's default N)."""
-    pattern = first_int(config, "sliding_window_pattern")
-    if pattern is None:
-        pattern = _DEFAULT_SLIDING_PATTERN.get(str(config.get("model_type")))
-    full = tuple(i for i in range(layers) if pattern and (i + 1) % pattern == 0)
-    return AttentionFacts(
-        kind=AttentionKind.SLIDING_WINDOW,
-        sliding_window=window,
-        sliding_window_pattern=pattern,
-        full_attention_layers=full,
-    )
-
-
 def _max_model_len(config: dict[str, object]) -> tuple[int | None, str | None]:
     """The most context vLLM accepts, and how it got there (None: config.json does not say)."""
     model_type = str(config.get("model_type") or "")
@@ -323,21 +224,6 @@ def _count(config: dict[str, object]) -> int | None:
         if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
     return None
-
-
-def _period(full: tuple[int, ...]) -> int | None:
-    """N when the full layers are exactly every N-th layer (N-1, 2N-1, ...)."""
-    if not full:
-        return None
-    step = full[0] + 1
-    return step if all(index == step * (n + 1) - 1 for n, index in enumerate(full)) else None
-
-
-def _layer_indices(value: object) -> tuple[int, ...]:
-    """A list of layer numbers, ignoring anything that is not an int."""
-    if not isinstance(value, list):
-        return ()
-    return tuple(item for item in value if isinstance(item, int) and not isinstance(item, bool))
 
 
 def _strings(value: object) -> tuple[str, ...]:
