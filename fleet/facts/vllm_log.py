@@ -9,7 +9,8 @@ a terminal or log collector may have hard-wrapped them (`fleet.facts.vllm_lines`
 them). A fact is the first value the log states; nothing is computed except V0's KV tokens
 (blocks × block size) and, when the log names no served model, the name vLLM then serves
 under: the model. When a container restarted, only its last start is read. The failures
-recognised are in `fleet.facts.vllm_errors`.
+recognised are in `fleet.facts.vllm_errors`; served names and speculative decoding are
+read off the engine-config line and the args by `fleet.facts.vllm_config`.
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ from enum import StrEnum
 
 from fleet.base import CoreModel
 from fleet.facts._text import parse_assignments, parse_dict_literal, to_float, to_int
+from fleet.facts.vllm_config import (
+    SpeculativeFact,
+    first_of_int,
+    first_of_str,
+    int_of,
+    served_names_of,
+    speculative_of,
+)
 from fleet.facts.vllm_errors import EngineError, ErrorKind, collect_error, max_model_len_figures
 from fleet.facts.vllm_lines import WorkerKey, in_rank_order, log_lines, messages, worker_key
 
@@ -52,7 +61,6 @@ _BLOCKS = re.compile(
 )
 _KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-_SPEC_REPR = re.compile(r"SpeculativeConfig\((.*)\)")
 
 
 class EngineKind(StrEnum):
@@ -60,14 +68,6 @@ class EngineKind(StrEnum):
 
     V0 = "V0"
     V1 = "V1"
-
-
-class SpeculativeFact(CoreModel):
-    """Speculative decoding as the engine reports it: method, k and the drafter."""
-
-    method: str | None = None
-    num_tokens: int | None = None
-    draft_model: str | None = None
 
 
 class EngineReport(CoreModel):
@@ -202,13 +202,13 @@ def _assemble(
     errors: tuple[EngineError, ...],
 ) -> EngineReport:
     """Pick each fact from its most authoritative source: engine config, args, other lines."""
-    block_size = _int(args.get("block_size"))
+    block_size = int_of(args.get("block_size"))
     gpu_blocks = to_int(found.get("gpu_blocks"))
     kv_tokens = to_int(found.get("kv_cache_tokens"))
     if kv_tokens is None and gpu_blocks is not None:
         kv_tokens = gpu_blocks * (block_size or V0_DEFAULT_BLOCK_SIZE)
     model = (
-        _first_str(config.get("model"), args.get("model"), args.get("model_tag"))
+        first_of_str(config.get("model"), args.get("model"), args.get("model_tag"))
         or found.get("banner_model")
         or found.get("loading_model")
     )
@@ -217,22 +217,22 @@ def _assemble(
         version=found.get("version") or found.get("engine_version"),
         engine=_engine_kind(found),
         model=model,
-        served_names=_served_names(config, args, model),
-        max_model_len=_first_int(
+        served_names=served_names_of(config, args, model),
+        max_model_len=first_of_int(
             config.get("max_seq_len"),
             found.get("max_model_len"),
             args.get("max_model_len"),
             found.get("concurrency_len"),
         ),
-        tensor_parallel_size=_first_int(
+        tensor_parallel_size=first_of_int(
             config.get("tensor_parallel_size"), args.get("tensor_parallel_size")
         ),
-        pipeline_parallel_size=_first_int(
+        pipeline_parallel_size=first_of_int(
             config.get("pipeline_parallel_size"), args.get("pipeline_parallel_size")
         ),
-        quantization=_first_str(config.get("quantization"), args.get("quantization")),
-        kv_cache_dtype=_first_str(config.get("kv_cache_dtype"), args.get("kv_cache_dtype")),
-        speculative=_speculative(config, args),
+        quantization=first_of_str(config.get("quantization"), args.get("quantization")),
+        kv_cache_dtype=first_of_str(config.get("kv_cache_dtype"), args.get("kv_cache_dtype")),
+        speculative=speculative_of(config, args),
         weights_gib=weights[0] if weights else None,
         weights_gib_per_rank=weights,
         kv_cache_gib=to_float(found.get("kv_cache_gib")),
@@ -251,75 +251,3 @@ def _engine_kind(found: dict[str, str]) -> EngineKind | None:
     if "engine" in found:
         return EngineKind(found["engine"])
     return EngineKind.V1 if "kv_cache_tokens" in found else None
-
-
-def _served_names(
-    config: dict[str, object], args: dict[str, object], model: str | None
-) -> tuple[str, ...]:
-    """All names from the args (vLLM takes several); the config line shows only the first.
-
-    A log that names none (or `None`) serves under the model as given on the command line.
-    """
-    names = args.get("served_model_name")
-    if isinstance(names, list | tuple):
-        listed = tuple(name for name in names if isinstance(name, str) and name)
-        if listed:
-            return listed
-    single = _first_str(names, config.get("served_model_name"))
-    if single:
-        return (single,)
-    default = _first_str(args.get("model"), args.get("model_tag")) or model
-    return (default,) if default else ()
-
-
-def _speculative(config: dict[str, object], args: dict[str, object]) -> SpeculativeFact | None:
-    """From the engine line's `SpeculativeConfig(...)` repr, else the JSON the args carry."""
-    if "speculative_config" in config:
-        value = config["speculative_config"]
-        match = _SPEC_REPR.search(value) if isinstance(value, str) else None
-        if match is None:
-            return None
-        fields = parse_assignments(match.group(1))
-        return SpeculativeFact(
-            method=_first_str(fields.get("method")),
-            num_tokens=_first_int(fields.get("num_spec_tokens")),
-            draft_model=_first_str(fields.get("model"), fields.get("draft_model")),
-        )
-    spec = args.get("speculative_config")
-    if isinstance(spec, dict):
-        return SpeculativeFact(
-            method=_first_str(spec.get("method")),
-            num_tokens=_first_int(spec.get("num_speculative_tokens")),
-            draft_model=_first_str(spec.get("model")),
-        )
-    if _first_str(args.get("speculative_model")):
-        return SpeculativeFact(
-            num_tokens=_first_int(args.get("num_speculative_tokens")),
-            draft_model=_first_str(args.get("speculative_model")),
-        )
-    return None
-
-
-def _int(value: object) -> int | None:
-    """An int from an int or a digit string; bools and anything else are None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    return to_int(value) if isinstance(value, str) else None
-
-
-def _first_int(*values: object) -> int | None:
-    """The first value that is an integer."""
-    for value in values:
-        if (number := _int(value)) is not None:
-            return number
-    return None
-
-
-def _first_str(*values: object) -> str | None:
-    """The first value that is a non-empty string other than `None`."""
-    for value in values:
-        if isinstance(value, str) and value.strip() and value.strip() != "None":
-            return value.strip()
-    return None
