@@ -3,7 +3,9 @@
 `fingerprint` is computed by `make_plan` and again when `fleet apply PLAN` starts;
 `moved` names every fact whose fingerprint changed. Facts: each seat's container (id,
 state, image id and spec hash) or its absence, each touched GPU's free memory in whole
-GiB, each needed model directory's presence, and the gateway config's exact text.
+GiB, each needed model directory (its drafter's too): present or missing and what
+observation read of it (config.json, size on disk, lineage), on which the plan's
+predictions and blockers rest, and the gateway config's exact text.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import hashlib
 
 from fleet.names import HASH_LABEL
-from fleet.observed.models import Observation
+from fleet.observed.models import Observation, ObservedHost
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.spec.models import DesiredFleet
 
@@ -53,9 +55,20 @@ def _seat_prints(desired: DesiredFleet, observation: Observation, action: Action
                 prints[f"host/{host.name}/gpu/{gpu.index}/free-gib"] = str(
                     gpu.memory_free_mib // 1024
                 )
-        missing = spec.model.rstrip("/") in host.missing_paths
-        prints[f"host/{host.name}/model/{spec.model}"] = "missing" if missing else "present"
+        drafter = spec.speculative.draft_model if spec.speculative else None
+        for model in (spec.model, drafter):
+            if model is not None:
+                prints[f"host/{host.name}/model/{model}"] = _model_print(host, model)
     return prints
+
+
+def _model_print(host: ObservedHost, model: str) -> str:
+    """`missing`, or `present` and a hash of what observation read of the directory."""
+    path = model.rstrip("/")
+    if path in host.missing_paths:
+        return "missing"
+    info = host.models.get(path)
+    return f"present {_sha(info.model_dump_json())}" if info is not None else "present"
 
 
 def moved(saved: dict[str, str], now: dict[str, str]) -> list[str]:
