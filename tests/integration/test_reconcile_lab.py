@@ -4,11 +4,13 @@ One-shot cycles (--once) for what a cycle decides; then the loop as a service: a
 pushed to the remote is applied within two intervals, a failing commit is rolled back
 and retried with backoff then left, SIGTERM leaves no lock, the metrics show each state,
 and a real Prometheus server (Debian's package) scrapes the loop and fires an alert rule
-on a stopped seat.
+on a stopped seat. The watchdog reads the stand-in engine's /metrics and restarts it
+once when it holds a request and generates nothing (the engine's stuck switch).
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import select
 import shutil
@@ -16,6 +18,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -111,33 +114,98 @@ def wait_for(check: object, seconds: float, what: str) -> object:
     raise AssertionError(f"not within {seconds:.0f}s: {what}")
 
 
+def start_loop(repo: FleetRepo, *args: str) -> subprocess.Popen[str]:
+    """`fleet reconcile` as a service in the fleet repository, its events as JSON lines."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "reconcile", "--log-format", "json", *args],
+        cwd=repo.root,
+        env={**__import__("os").environ, **repo.lab.env()},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def stop_loop(loop: subprocess.Popen[str]) -> None:
+    if loop.poll() is None:
+        loop.terminate()
+        try:
+            loop.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            loop.kill()
+            loop.wait(timeout=30)
+    if loop.stdout is not None:
+        loop.stdout.close()
+
+
+def hold_a_request(url: str) -> threading.Thread:
+    """A streamed chat request that stays open while the engine generates nothing."""
+    body = {"model": "coder", "stream": True, "max_tokens": 64, "messages": []}
+    request = urllib.request.Request(
+        f"{url}/v1/chat/completions",
+        data=json.dumps(body).encode(),
+        headers={"Content-Type": "application/json"},
+    )
+
+    def wait() -> None:
+        try:
+            with urllib.request.urlopen(request, timeout=90) as response:
+                response.read()
+        except (OSError, http.client.HTTPException):
+            pass  # the watchdog's restart cuts it
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_watchdog_restarts_an_engine_that_holds_requests_and_generates_nothing(
+    remote_repo: FleetRepo,
+) -> None:
+    repo, lab = remote_repo, remote_repo.lab
+    fleet_yaml = repo.desired / "fleet.yaml"
+    stuck_after = FAST.replace("}", ", stuck_after: 10}")
+    fleet_yaml.write_text(fleet_yaml.read_text().replace(FAST, stuck_after))
+    repo.commit("the watchdog after 10 s")
+    loop = start_loop(repo, "--interval", "2", "--auto-apply", "--timeout", "60")
+    seat = "fleet-tower-coder-1"
+    try:
+        wait_for(lambda: loop_events(loop_log(loop), "applied"), 120, "the first apply")
+        started = lab.docker("tower", "inspect", "-f", "{{.State.StartedAt}}", seat).stdout
+        lab.docker("tower", "exec", seat, "touch", "/tmp/fleet-lab-stuck")
+        held = hold_a_request(f"http://{lab.address_of('tower')}:8030")
+        (restart,) = wait_for(
+            lambda: loop_events(loop_log(loop), "watchdog-restart", seat="coder"),
+            60,
+            "a watchdog restart",
+        )  # type: ignore[misc]
+        assert restart["host"] == "tower" and "no token for 10s" in restart["reason"]
+        held.join(timeout=30)
+        assert not held.is_alive()  # the restart ended the request it held
+        wait_for(
+            lambda: (
+                lab.docker("tower", "inspect", "-f", "{{.State.StartedAt}}", seat).stdout != started
+                and state(lab, seat) == "running"
+            ),
+            60,
+            "the engine started again",
+        )
+        assert len(loop_events(loop_log(loop), "watchdog-restart")) == 1
+    except AssertionError as failure:
+        tail = "".join(loop_log(loop)[-40:])
+        raise AssertionError(f"{failure}\n--- the loop said:\n{tail}") from failure
+    finally:
+        lab.docker("tower", "exec", seat, "rm", "-f", "/tmp/fleet-lab-stuck")
+        stop_loop(loop)
+
+
 def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
     remote_repo: FleetRepo, tmp_path: Path, prometheus: tuple[Path, int]
 ) -> None:
     repo, lab = remote_repo, remote_repo.lab
     listen = free_port()
-    loop = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "reconciler",
-            "reconcile",
-            "--interval",
-            "2",
-            "--auto-apply",
-            "--listen",
-            f"127.0.0.1:{listen}",
-            "--log-format",
-            "json",
-            "--timeout",
-            "60",
-        ],
-        cwd=repo.root,
-        env={**__import__("os").environ, **lab.env()},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    serve = ("--listen", f"127.0.0.1:{listen}")
+    loop = start_loop(repo, "--interval", "2", "--auto-apply", *serve, "--timeout", "60")
     config_dir, port = prometheus
     config_dir.mkdir()
     rules = config_dir / "rules.yml"
@@ -225,11 +293,7 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
     finally:
         server.terminate()
         server.wait(timeout=30)
-        if loop.poll() is None:
-            loop.kill()
-            loop.wait(timeout=30)
-        if loop.stdout is not None:
-            loop.stdout.close()
+        stop_loop(loop)
 
 
 LOG: dict[int, list[str]] = {}
