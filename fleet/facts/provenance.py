@@ -1,11 +1,13 @@
-"""A model's lineage from `<model-dir>.PROVENANCE.txt`, the file beside its directory.
+"""A model's lineage from `<model>.PROVENANCE.txt`, the file beside its directory (or its
+GGUF file).
 
 Called by the reconciler after reading the file next to each seat's model directory, and
 by the inventory, which reports where a checkpoint came from (base model, quantizer,
 source URL, revision). Operators write these by hand: `Key: value` or `key = value` lines
 (optionally as `- ` list items) are lineage entries, in order; everything else — prose,
 headings, commented lines — is kept verbatim as free text. The file sits beside the model
-directory, not inside it: `/models/Qwen3-8B` -> `/models/Qwen3-8B.PROVENANCE.txt`.
+directory, not inside it: `/models/Qwen3-8B` -> `/models/Qwen3-8B.PROVENANCE.txt`, and
+`/models/qwen3-8b-q4_k_m.gguf` -> `/models/qwen3-8b-q4_k_m.gguf.PROVENANCE.txt`.
 """
 
 from __future__ import annotations

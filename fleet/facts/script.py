@@ -120,6 +120,11 @@ CONTAINER_FACTS = (
         "  done\nfi\n",
     ),
 )
+# The lineage file beside a model directory or GGUF file: `<path>.PROVENANCE.txt`.
+PROVENANCE_COMMAND = (
+    f'  [ -f "$1{PROVENANCE_SUFFIX}" ] && '
+    f'{{ mark provenance "$1"; cat "$1{PROVENANCE_SUFFIX}"; }}\n'
+)
 MODEL_FACTS = (
     Fact(Section.MODEL, 'model() {\n  mark model "$1"; du -sb "$1" 2>/dev/null | cut -f1\n'),
     Fact(
@@ -127,19 +132,16 @@ MODEL_FACTS = (
         '  [ -f "$1/config.json" ] && { mark config "$1"; cat "$1/config.json"; }\n',
         parse_model_config,
     ),
-    Fact(
-        Section.PROVENANCE,
-        f'  [ -f "$1{PROVENANCE_SUFFIX}" ] && '
-        f'{{ mark provenance "$1"; cat "$1{PROVENANCE_SUFFIX}"; }}\n}}\n',
-        parse_provenance,
-    ),
+    Fact(Section.PROVENANCE, PROVENANCE_COMMAND + "}\n", parse_provenance),
 )
 GGUF_HEAD_BYTES = 65536  # a GGUF file's keys come first; its tensors are never read
 GGUF_FACTS = (
     Fact(
         Section.GGUF,
         'gguf() {\n  mark gguf "$1"; stat -c %s "$1" 2>/dev/null\n'
-        f'  head -c {GGUF_HEAD_BYTES} "$1" | base64 | tr -d "\\n"; echo\n}}\n',
+        f'  head -c {GGUF_HEAD_BYTES} "$1" | base64 | tr -d "\\n"; echo\n'
+        + PROVENANCE_COMMAND
+        + "}\n",
         parse_gguf_base64,
     ),
 )

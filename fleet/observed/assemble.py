@@ -208,12 +208,13 @@ def _models(sections: Sections) -> dict[str, ModelInfo]:
             facts=facts,
         )
     for path, body in sorted(sections[Section.GGUF].items()):
-        models[path] = _gguf_model(path, body)
+        models[path] = _gguf_model(path, body, sections[Section.PROVENANCE].get(path))
     return models
 
 
-def _gguf_model(path: str, body: str) -> ModelInfo:
-    """A GGUF file's facts: its size (first line) and its header (the base64 rest)."""
+def _gguf_model(path: str, body: str, provenance: str | None) -> ModelInfo:
+    """A GGUF file's facts: its size (first line), its header (the base64 rest) and the
+    lineage file beside it."""
     size, _, head = body.partition("\n")
     facts = parse_gguf_base64(head)
     return ModelInfo(
@@ -226,5 +227,6 @@ def _gguf_model(path: str, body: str) -> ModelInfo:
         quantization=facts.file_type,
         max_position_embeddings=facts.context_length,
         kv_bytes_per_token=facts.kv_bytes_per_token,
+        lineage=parse_provenance(provenance).as_dict() if provenance else {},
         config_error=None if facts.architecture else "no GGUF header read",
     )

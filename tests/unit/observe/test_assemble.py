@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
-from fleet.facts.script import split_sections
+from fleet.facts.script import host_script, split_sections
 from fleet.observed.assemble import assemble_host
 
 SEC_ID = "a" * 64
@@ -291,3 +292,40 @@ def test_gguf_models_and_host_memory_are_read(tmp_path: Path) -> None:
         8192,
     )
     assert (model.quantization, model.size_bytes) == ("Q4_K_M", path.stat().st_size)
+
+
+def test_the_fact_script_reads_a_gguf_file_and_its_lineage_beside_it(tmp_path: Path) -> None:
+    """The real script under sh, on a models folder of one GGUF file and its provenance
+    file; no docker and no nvidia-smi on its PATH (their sections say so)."""
+    import subprocess
+
+    import gguf
+    import numpy as np
+
+    models = tmp_path / "models"
+    models.mkdir()
+    writer = gguf.GGUFWriter(str(models / "m.gguf"), "qwen3")
+    writer.add_block_count(28)
+    writer.add_tensor("t", np.zeros((2, 2), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    (models / "m.gguf.PROVENANCE.txt").write_text(
+        "base model: Qwen/Qwen3-0.6B\nquantized by: llama-quantize Q4_K_M\n"
+    )
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for tool in ("sh", "cat", "head", "tail", "tr", "du", "cut", "stat", "base64", "sort"):
+        found = shutil.which(tool)
+        assert found is not None, tool
+        (tools / tool).symlink_to(found)
+    script = host_script(str(models), [str(models / "m.gguf")], str(tmp_path / "srv"))
+    run = subprocess.run(
+        ["sh", "-s"], input=script, capture_output=True, text=True, env={"PATH": str(tools)}
+    )
+    host = assemble_host("apu", run.stdout)
+    model = host.models[str(models / "m.gguf")]
+    assert (model.architecture, model.num_layers) == ("qwen3", 28)
+    assert model.lineage["base_model"] == "Qwen/Qwen3-0.6B"
+    assert host.gpu_error and host.docker_error
