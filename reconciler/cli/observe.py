@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -44,6 +45,19 @@ def observe(output: Output, repo: FleetRepo) -> Observation:
         return observe_fleet(repo.desired, connections)
 
 
+def committed_inventory(path: Path) -> str:
+    """The inventory as committed (else as on disk); FleetError if there is none."""
+    from fleet.errors import FleetError
+    from reconciler.adapters.git import read_committed
+
+    committed = read_committed(path)
+    if committed is None:
+        if not path.exists():
+            raise FleetError(f"no inventory at {path}: run `fleet inventory --write` and commit it")
+        committed = path.read_text()
+    return committed
+
+
 def report_unreachable(output: Output, observation: Observation) -> bool:
     """Print one line per host that failed; True if any did."""
     failed = [h for h in observation.hosts.values() if not h.reachable]
@@ -68,12 +82,12 @@ def inventory(
     ] = False,
 ) -> None:
     """Observe the live fleet read-only and print the inventory (Markdown, or --json)."""
+    output = output_of(ctx)
+    repo = open_fleet(output, desired)
+    observation = observe(output, repo)  # first: the hosts are reached while it imports
     from fleet.report.inventory_text import render_json, render_markdown
     from reconciler.workflows.repo import write_inventory
 
-    output = output_of(ctx)
-    repo = open_fleet(output, desired)
-    observation = observe(output, repo)
     document = repo.inventory(observation)
     if write:
         for path in write_inventory(repo, document):
@@ -91,23 +105,20 @@ def check(
     diff: DiffOption = False,
 ) -> None:
     """Compare the committed inventory with the live fleet: 0 agree, 2 drift, 1 error."""
-    from fleet.errors import FleetError
-    from fleet.report.inventory_text import inventory_diff, render_markdown
-    from fleet.report.plan_text import live_line
-    from reconciler.adapters.git import read_committed
-    from reconciler.workflows.repo import find_drift
-
     output = output_of(ctx)
     repo = open_fleet(output, desired)
     path = repo.inventory_path
-    committed = read_committed(path)
-    if committed is None:
-        if not path.exists():
-            raise FleetError(f"no inventory at {path}: run `fleet inventory --write` and commit it")
-        committed = path.read_text()
-    observation = observe(output, repo)
+    with observing(output, repo) as connections:
+        committed = committed_inventory(path)  # Git, while the hosts are reached
+        from reconciler.workflows.observe import observe_fleet
+
+        observation = observe_fleet(repo.desired, connections)
     if report_unreachable(output, observation):
         raise typer.Exit(1)
+    from fleet.report.inventory_text import inventory_diff, render_markdown
+    from fleet.report.plan_text import live_line
+    from reconciler.workflows.repo import find_drift
+
     drift = find_drift(repo, observation, worktree=True)
     if as_json:
         output.json(
