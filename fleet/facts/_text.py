@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import threading
 from collections.abc import Mapping
 
 # CSI sequences: colours (`ESC[1;36m`) and the cursor moves tqdm emits (`ESC[A`, `ESC[K`).
@@ -77,11 +78,20 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
     return [item for item in items if item.strip()]
 
 
+# CPython (3.11 here) keeps the AST constructor's recursion depth per interpreter, not per
+# thread: when a garbage collection inside one thread's parse lets another thread parse,
+# the first fails with "SystemError: AST constructor recursion depth mismatch" (seen in
+# `observe_fleet`, which reads each host's engine logs in its own thread; cf.
+# python/cpython#106905). One parse at a time.
+_AST_LOCK = threading.Lock()
+
+
 def literal(text: str) -> object:
     """A Python or JSON literal as a value (`'x'`, `None`, `[1, 2]`, `true`), else the text."""
     stripped = text.strip()
     try:
-        return ast.literal_eval(stripped)
+        with _AST_LOCK:
+            return ast.literal_eval(stripped)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         pass
     try:

@@ -652,3 +652,46 @@ def test_a_rank_that_logs_twice_counts_once() -> None:
 
 def test_no_weights_no_total() -> None:
     assert EngineReport().weights_gib_total is None
+
+
+def test_logs_parsed_in_threads_at_once_read_as_parsed_alone() -> None:
+    """Observation parses each host's logs in its own thread. Cyclic garbage with
+    finalizers makes collections run mid-parse, as paramiko's objects do in a real run;
+    every thread must read every log as one thread alone does."""
+    import gc
+    import sys
+    import threading
+
+    class Finalized:
+        def __del__(self) -> None:
+            sum(range(50))
+
+    logs = sorted(LOGS.glob("*.log"))
+    alone = [parse_vllm_log(log.read_text()) for log in logs]
+    failures: list[BaseException] = []
+
+    def parse_all() -> None:
+        for _ in range(3):
+            for log, expected in zip(logs, alone, strict=True):
+                first, second = Finalized(), Finalized()
+                first.other, second.other = second, first  # type: ignore[attr-defined]
+                del first, second
+                try:
+                    assert parse_vllm_log(log.read_text()) == expected
+                except (AssertionError, SystemError) as failure:
+                    failures.append(failure)
+                    return
+
+    thresholds, interval = gc.get_threshold(), sys.getswitchinterval()
+    gc.set_threshold(50, 1, 1)
+    sys.setswitchinterval(1e-6)
+    try:
+        threads = [threading.Thread(target=parse_all) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        gc.set_threshold(*thresholds)
+        sys.setswitchinterval(interval)
+    assert failures == []
