@@ -50,7 +50,6 @@ def plan(
     diff: DiffOption = False,
 ) -> None:
     """Diff desired/ against the live fleet and show what apply would do (read-only)."""
-    from fleet.report.plan_text import plan_markdown
     from reconciler.cli.observe import observing, report_unreachable
 
     output = output_of(ctx)
@@ -59,6 +58,8 @@ def plan(
         from reconciler.workflows.plans import build_plan, save_plan  # beside the handshakes
 
         result, observation = build_plan(repo, connections, prune=prune, seats=seat)
+    from fleet.report.plan_text import plan_markdown
+
     if as_json:
         output.json(result.model_dump(mode="json"))
     elif markdown:
