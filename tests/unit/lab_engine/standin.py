@@ -15,6 +15,7 @@ import json
 import socket
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -240,3 +241,19 @@ def sample(samples: dict[str, float], name: str) -> float:
     found = [v for k, v in samples.items() if k.split("{")[0] == name]
     assert len(found) == 1, (name, found)
     return found[0]
+
+
+def metrics_while_posting(
+    engine: StandIn, body: dict[str, Any], requests: int
+) -> tuple[dict[str, float], dict[str, float]]:
+    """The engine's /metrics samples while `requests` chat requests run at once, and after
+    they all ended."""
+    url = engine.url("/v1/chat/completions")
+    threads = [threading.Thread(target=post, args=(url, body)) for _ in range(requests)]
+    for thread in threads:
+        thread.start()
+    time.sleep(0.15)
+    during = metrics(get(engine.url("/metrics"))[1])
+    for thread in threads:
+        thread.join()
+    return during, metrics(get(engine.url("/metrics"))[1])

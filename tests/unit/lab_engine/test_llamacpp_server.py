@@ -14,6 +14,7 @@ from tests.unit.lab_engine.standin import (
     StandIn,
     get,
     metrics,
+    metrics_while_posting,
     post,
     request,
     sample,
@@ -98,17 +99,7 @@ def test_metrics_count_processing_and_deferred_requests(
     engine = serve(image, gguf_dir / "qwen3-0.6b-q4_k_m.gguf", running, ["--metrics"], {})
     engine.wait_healthy()
     body = {"messages": [{"role": "user", "content": "go"}], "max_tokens": 15}
-    threads = [
-        threading.Thread(target=post, args=(engine.url("/v1/chat/completions"), body))
-        for _ in range(3)
-    ]
-    for thread in threads:
-        thread.start()
-    time.sleep(0.15)
-    during = metrics(get(engine.url("/metrics"))[1])
-    for thread in threads:
-        thread.join()
-    after = metrics(get(engine.url("/metrics"))[1])
+    during, after = metrics_while_posting(engine, body, 3)
     assert sample(during, "llamacpp:requests_processing") == 2, "two slots"
     assert sample(during, "llamacpp:requests_deferred") == 1
     assert sample(after, "llamacpp:tokens_predicted_total") == 45

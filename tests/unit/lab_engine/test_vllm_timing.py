@@ -4,7 +4,6 @@ the first one after prompt tokens / FLEET_LAB_PREFILL_RATE, and requests beyond
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +14,7 @@ import pytest
 from tests.unit.lab_engine.standin import (
     Image,
     StandIn,
-    get,
-    metrics,
+    metrics_while_posting,
     post,
     sample,
     start_vllm,
@@ -104,17 +102,7 @@ def test_a_whole_completion_takes_prefill_plus_decode(engine: StandIn) -> None:
 
 
 def test_requests_beyond_max_num_seqs_wait_and_are_counted_waiting(engine: StandIn) -> None:
-    threads = [
-        threading.Thread(target=post, args=(engine.url("/v1/chat/completions"), chat(3, 20)))
-        for _ in range(2)
-    ]
-    for thread in threads:
-        thread.start()
-    time.sleep(0.15)
-    during = metrics(get(engine.url("/metrics"))[1])
-    for thread in threads:
-        thread.join()
-    after = metrics(get(engine.url("/metrics"))[1])
+    during, after = metrics_while_posting(engine, chat(3, 20), 2)
     assert sample(during, "vllm:num_requests_running") == 1
     assert sample(during, "vllm:num_requests_waiting") == 1
     assert 0 < sample(during, "vllm:kv_cache_usage_perc") < 1
