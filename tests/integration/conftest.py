@@ -22,3 +22,9 @@ def clean_lab(lab: Lab) -> Iterator[Lab]:
 def repo(clean_lab: Lab, tmp_path: Path) -> FleetRepo:
     """A fleet repository (small example fleet) against a clean lab."""
     return make_repo(tmp_path, clean_lab)
+
+
+@pytest.fixture
+def one(clean_lab: Lab, tmp_path: Path) -> FleetRepo:
+    """A fleet of one seat (flash: MoE, NVFP4, MTP) on tower."""
+    return make_repo(tmp_path, clean_lab, seats=("flash",))

@@ -6,6 +6,7 @@ repository holding a copy of desired/, against the lab, exactly as an operator w
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,6 +20,7 @@ from fleet.render.compose import render_compose
 from fleet.render.yamltext import dump_yaml, make_yaml
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet
+from reconciler.adapters.http import request_url
 from tests.lab.lab import Lab
 
 DESIRED = Path(__file__).resolve().parents[2] / "desired"
@@ -119,3 +121,31 @@ def make_repo(path: Path, lab: Lab, seats: tuple[str, ...] | None = SMALL) -> Fl
     fleet_repo = FleetRepo(root=root, lab=lab)
     fleet_repo.commit("desired fleet")
     return fleet_repo
+
+
+def apply(repo: FleetRepo, *args: str) -> str:
+    result = repo.fleet("apply", "--auto-approve", "--timeout", "120", *args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def argv_of(lab: Lab, host: str, seat: str) -> list[str]:
+    result = lab.docker(host, "inspect", f"fleet-{host}-{seat}-1")
+    data = json.loads(result.stdout)[0]
+    return [data["Path"], *data["Args"]]
+
+
+def chat(lab: Lab, alias: str) -> tuple[int, str]:
+    reply = request_url(
+        f"{lab.gateway_url}/v1/chat/completions",
+        method="POST",
+        headers={"Authorization": f"Bearer {lab.master_key}"},
+        body={
+            "model": alias,
+            "max_tokens": 8,
+            "messages": [{"role": "user", "content": "who are you?"}],
+        },
+    )
+    if reply.status != 200:
+        return reply.status, reply.body
+    return reply.status, json.dumps(reply.json())
