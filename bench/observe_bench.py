@@ -1,11 +1,14 @@
 """Benchmark `fleet inventory` on K lab hosts against the SSH floors (issue: observe).
 
 For each K (default 1, 4, 8) it brings up a lab of K GPU hosts with two engine seats each
-plus the gateway, then prints the median wall time (and min-max) of:
+plus the gateway, then prints the median wall time (and min-max) over R rounds, each
+round running each of these once (so that a noisy machine slows all of them alike):
 - K parallel `ssh HOST true`: the connection floor;
 - K parallel `ssh HOST sh -s < fact-script`: the honest floor for the same facts;
 - `fleet inventory --json` as a user runs it (interpreter start-up included);
-- `observe_fleet` in-process (the observation alone), with its round trips per host.
+- `observe_fleet` in-process (the observation alone), with its round trips per host;
+and each one's ratio to the floors and to the in-process figure (target: the CLI within
+1.2x of it).
 
 usage: .venv/bin/python -m bench.observe_bench [--hosts 1,4,8] [--runs 5]
 Takes the lab over (it is brought down at the end). Figures, not assertions.
@@ -87,13 +90,15 @@ def parallel(commands: list[list[str]], stdin: list[str | None]) -> None:
             raise SystemExit(f"{proc.args}: exit {proc.returncode}: {err.strip()}")
 
 
-def timed(action: Callable[[], object], runs: int) -> list[float]:
-    """Wall seconds of each run."""
-    times = []
+def timed_rounds(actions: dict[str, Callable[[], object]], runs: int) -> dict[str, list[float]]:
+    """Wall seconds of each action, run in rounds (one of each per round) so that a machine
+    that slows down or speeds up meanwhile weighs on every figure alike."""
+    times: dict[str, list[float]] = {name: [] for name in actions}
     for _ in range(runs):
-        start = time.perf_counter()
-        action()
-        times.append(time.perf_counter() - start)
+        for name, action in actions.items():
+            start = time.perf_counter()
+            action()
+            times[name].append(time.perf_counter() - start)
     return times
 
 
@@ -128,36 +133,6 @@ def measure(
     script = {
         h.name: host_script("/models", [s.model for s in fleet.seats_on(h.name)]) for h in gpu_hosts
     }
-    rows = [
-        (
-            "parallel ssh HOST true",
-            timed(lambda: parallel([[*ssh, h.name, "true"] for h in gpu_hosts], [None] * k), runs),
-            "",
-        ),
-        (
-            "parallel ssh, fact script",
-            timed(
-                lambda: parallel(
-                    [[*ssh, h.name, "sh -s"] for h in gpu_hosts],
-                    [script[h.name] for h in gpu_hosts],
-                ),
-                runs,
-            ),
-            "",
-        ),
-        (
-            "fleet inventory --json (CLI)",
-            timed(
-                lambda: subprocess.run(
-                    [sys.executable, "-m", "reconciler", "inventory", "--json", "-d", str(desired)],
-                    capture_output=True,
-                    check=False,
-                ),
-                runs,
-            ),
-            "",
-        ),
-    ]
     trips: Counter[str] = Counter()
 
     def observe() -> None:
@@ -170,10 +145,25 @@ def measure(
                 h for h, kind, _ in connections.operations() if kind not in ("connect", "http")
             )
 
-    times = timed(observe, runs)
+    cli = [sys.executable, "-m", "reconciler", "inventory", "--json", "-d", str(desired)]
+    times = timed_rounds(
+        {
+            "parallel ssh HOST true": lambda: parallel(
+                [[*ssh, h.name, "true"] for h in gpu_hosts], [None] * k
+            ),
+            "parallel ssh, fact script": lambda: parallel(
+                [[*ssh, h.name, "sh -s"] for h in gpu_hosts], [script[h.name] for h in gpu_hosts]
+            ),
+            "fleet inventory --json (CLI)": lambda: subprocess.run(
+                cli, capture_output=True, check=False
+            ),
+            "observe_fleet in-process": observe,
+        },
+        runs,
+    )
     per_host = ", ".join(f"{h}={n}" for h, n in sorted(trips.items()))
-    rows.append(("observe_fleet in-process", times, f"round trips: {per_host}"))
-    return rows
+    notes = {"observe_fleet in-process": f"round trips: {per_host}"}
+    return [(name, values, notes.get(name, "")) for name, values in times.items()]
 
 
 def main() -> None:
@@ -185,13 +175,14 @@ def main() -> None:
         rows = bench(k, args.runs)
         floor = statistics.median(rows[0][1])
         script_floor = statistics.median(rows[1][1])
-        print(f"\n== {k} GPU host(s), 2 seats each, median of {args.runs} runs")
+        in_process = statistics.median(rows[3][1])
+        print(f"\n== {k} GPU host(s), 2 seats each, median of {args.runs} rounds")
         for name, times, note in rows:
             median = statistics.median(times)
             print(
                 f"{name:32} {median:6.2f}s [{min(times):.2f}-{max(times):.2f}]  "
-                f"{median / floor:4.1f}x ssh-true  {median / script_floor:4.2f}x fact-script"
-                + (f"  {note}" if note else "")
+                f"{median / floor:4.1f}x ssh-true  {median / script_floor:4.2f}x fact-script  "
+                f"{median / in_process:4.2f}x in-process" + (f"  {note}" if note else "")
             )
 
 
