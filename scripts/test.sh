@@ -31,5 +31,5 @@ echo "== pytest"
 if [ "$workers" = 0 ]; then
     .venv/bin/pytest "$@"
 else
-    .venv/bin/pytest -n "$workers" --dist loadfile "$@"
+    .venv/bin/pytest -n "$workers" --dist loadfile --no-loadscope-reorder "$@"
 fi

@@ -18,3 +18,28 @@ def corpus() -> Path:
     if not CORPUS.is_dir():
         pytest.fail(f"recorded corpus not found at {CORPUS}")
     return CORPUS
+
+
+# The lab modules that take longest (seconds of test time on two workers, measured with
+# --junitxml): handed to the xdist workers first, so that no long module is left to run
+# alone at the end while the other worker idles. A scheduling hint, nothing more.
+LONGEST_FIRST = (
+    "tests/integration/test_apply_lab.py",  # ~165 s
+    "tests/integration/test_apply_guards_lab.py",  # ~150 s
+    "tests/integration/test_reconcile_lab.py",  # ~115 s
+    "tests/integration/test_observe.py",  # ~100 s
+    "tests/integration/test_bench_lab.py",  # ~90 s
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest lab modules first, then every other lab test, then the rest (each in
+    collection order); scripts/test.sh keeps this order (--no-loadscope-reorder)."""
+
+    def rank(item: pytest.Item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        if path in LONGEST_FIRST:
+            return LONGEST_FIRST.index(path)
+        return len(LONGEST_FIRST) + (0 if item.get_closest_marker("lab") else 1)
+
+    items.sort(key=rank)
