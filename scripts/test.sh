@@ -8,7 +8,8 @@ bash scripts/bootstrap.sh
 # The tests run on FLEET_TEST_WORKERS pytest-xdist workers (0: one process), each with
 # its own lab (.lab-gw0, .lab-gw1, ...; see tests/lab/fixtures.py): the lab tests spend
 # most of their time waiting on engines, health gates and the proxy, so two labs side by
-# side keep both cores busy.
+# side keep both cores busy. Files go to the workers in collection order, the longest
+# lab modules first (tests/conftest.py), not xdist's default by number of tests.
 workers=${FLEET_TEST_WORKERS:-2}
 
 teardown() {
