@@ -4,7 +4,7 @@ For every log in tests/corpus/vllm-logs whose model's attention geometry is know
 config.json of the corpus: the same model, or one of the same geometry, each pair listed
 by hand below with why it fits; or, where the corpus holds no config of the model, its
 published geometry stated below, marked `stated`), lay the KV cache out as plan does
-(`fleet.facts.kv_estimate.kv_layout`: groups, padding, the shared block pool, the block
+(`fleet.plan.predict.log_layout`: groups, padding, the shared block pool, the block
 size vLLM picks, a drafter's layers) at the KV memory the log states, and print both
 figures vLLM prints beside the logged ones: `GPU KV cache size` (tokens) and `Maximum
 concurrency` at the log's context, each as logged / estimated. Then, per kind of seat
@@ -19,9 +19,10 @@ import json
 import sys
 from pathlib import Path
 
-from fleet.facts.kv_estimate import GIB, drafter_layers, kv_layout
+from fleet.facts.kv_estimate import GIB, NO_KV_DRAFTERS
 from fleet.facts.model_config import AttentionKind, ModelFacts, parse_model_config
 from fleet.facts.vllm_log import EngineReport, parse_vllm_log
+from fleet.plan.predict import log_layout
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus"
 TARGET = 0.05  # both figures within 5% of the logged ones
@@ -114,12 +115,7 @@ def _row(
     corpus: Path, log_name: str, config: str, facts: ModelFacts, why: str
 ) -> dict[str, object]:
     report = parse_vllm_log((corpus / "vllm-logs" / log_name).read_text())
-    kv_dtype = report.kv_cache_dtype or "auto"
-    tp, pp = report.tensor_parallel_size or 1, report.pipeline_parallel_size or 1
-    spec = report.speculative
-    method, k = (spec.method, spec.num_tokens or 0) if spec else (None, 0)
-    extra = drafter_layers(facts, method, bool(spec and spec.draft_model), None, kv_dtype, tp)
-    layout = kv_layout(facts, kv_dtype, tp, pp, extra, k)
+    layout = log_layout(facts, report)
     tokens = most = None
     context = report.max_model_len
     if layout is not None and report.kv_cache_gib is not None:
@@ -130,9 +126,9 @@ def _row(
         "log": log_name,
         "config": config,
         "why": why,
-        "kinds": kinds_of(facts, report, extra),
-        "tp": tp,
-        "kv dtype": kv_dtype,
+        "kinds": kinds_of(facts, report),
+        "tp": report.tensor_parallel_size or 1,
+        "kv dtype": report.kv_cache_dtype or "auto",
         "kv GiB": report.kv_cache_gib,
         "logged": report.kv_cache_tokens,
         "estimate": tokens,
@@ -144,13 +140,14 @@ def _row(
     }
 
 
-def kinds_of(facts: ModelFacts, report: EngineReport, extra: int) -> tuple[str, ...]:
+def kinds_of(facts: ModelFacts, report: EngineReport) -> tuple[str, ...]:
     """The kinds of seat a pair measures: its attention kind and what else changes the layout."""
     kinds = [str(facts.attention.kind or AttentionKind.FULL)]
     kinds += ["tensor-parallel"] if (report.tensor_parallel_size or 1) > 1 else []
     kinds += ["pipeline-parallel"] if (report.pipeline_parallel_size or 1) > 1 else []
     kinds += ["fp8-kv"] if (report.kv_cache_dtype or "").startswith("fp8") else []
-    kinds += ["drafter"] if extra else []
+    spec = report.speculative
+    kinds += ["drafter"] if spec and spec.method not in (None, *NO_KV_DRAFTERS) else []
     return tuple(kinds)
 
 

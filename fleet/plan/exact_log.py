@@ -20,6 +20,7 @@ from fleet.spec.models import Seat
 # Engine flags that change what a KV budget holds: a log of other values is not exact.
 MEMORY_FLAGS: tuple[str, ...] = ("--block-size", "--max-num-batched-tokens", "--max-num-seqs")
 MEMORY_FLAGS += ("--enforce-eager", "--cpu-offload-gb", "--swap-space")
+MEMORY_FLAGS += ("--mamba-ssm-cache-dtype", "--mamba-cache-dtype")
 
 
 def exact_log(host: ObservedHost, seat: Seat, total: int | None) -> EngineReport | None:

@@ -232,6 +232,7 @@ def _layout(
     tp, pp = len(seat.gpus), pipeline_parallel(seat.extra_args)
     if facts is not None:
         extra = drafter_layers(seat, facts, model_facts(_draft_info(host, seat)))
+        facts = _with_state_dtype(facts, flag_value(seat.extra_args, "--mamba-ssm-cache-dtype"))
         spec_tokens = seat.speculative.num_tokens if seat.speculative else 0
         batched = flag_value(seat.extra_args, "--max-num-batched-tokens") or ""
         chunk = int(batched) if batched.isdigit() else BATCHED_TOKENS
@@ -248,6 +249,17 @@ def _layout(
     if pp > 1 and info.num_layers:
         per_token = per_token * -(-info.num_layers // pp) // info.num_layers
     return uniform_layout(per_token), ""
+
+
+def _with_state_dtype(facts: ModelFacts, dtype: str | None) -> ModelFacts:
+    """The facts with a state's recurrent dtype as `--mamba-ssm-cache-dtype` sets it."""
+    state = facts.attention.state
+    if state is None or dtype in (None, "", "auto"):
+        return facts
+    attention = facts.attention.model_copy(
+        update={"state": state.model_copy(update={"ssm_dtype": str(dtype).lower()})}
+    )
+    return facts.model_copy(update={"attention": attention})
 
 
 def _draft_info(host: ObservedHost, seat: Seat) -> ModelInfo | None:
@@ -288,3 +300,15 @@ def drafter_layers(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> i
         return 0
     dtype, tp = kv_dtype(seat.extra_args), len(seat.gpus)
     return kv_drafter_layers(facts, spec.method, spec.draft_model is not None, draft, dtype, tp)
+
+
+def log_layout(facts: ModelFacts, report: EngineReport) -> KvLayout | None:
+    """The layout plan would predict for the configuration a startup log ran (its KV dtype,
+    parallel sizes and speculative decoding; a drafter's config is not known from a log),
+    for `fleet explain log --model` and the estimate report."""
+    dtype = report.kv_cache_dtype or "auto"
+    tp, pp = report.tensor_parallel_size or 1, report.pipeline_parallel_size or 1
+    spec = report.speculative
+    method, k = (spec.method, spec.num_tokens or 0) if spec else (None, 0)
+    extra = kv_drafter_layers(facts, method, bool(spec and spec.draft_model), None, dtype, tp)
+    return kv_layout(facts, dtype, tp, pp, extra, k)
