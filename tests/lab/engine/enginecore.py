@@ -148,7 +148,7 @@ def core_main() -> int:
         if cfg.get("fail") == "crash":
             raise EngineFailure(CRASH)
         plan, paths, _workers = run_ranks(cfg, log)
-        if plan.kv_tokens < plan.max_model_len:
+        if plan.num_blocks < plan.request_blocks:
             raise kv_too_small(cfg, plan)
         print_capacity(cfg, log, plan)
         took = time.monotonic() - started
