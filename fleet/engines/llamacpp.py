@@ -13,6 +13,7 @@ from __future__ import annotations
 from fleet.engines.base import Shape
 from fleet.facts.argv import EngineArgs
 from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
+from fleet.facts.vllm_config import SpeculativeFact
 from fleet.facts.vllm_log import EngineError, EngineReport, ErrorKind
 from fleet.secrets import mask_argv
 from fleet.spec.models import Seat
@@ -116,7 +117,8 @@ def read_log(text: str) -> EngineReport:
 
 
 def as_engine_report(report: LlamaCppReport) -> EngineReport:
-    """KV tokens are the cache's cells (`n_ctx`); each slot's context is `n_ctx_slot`."""
+    """KV tokens are the cache's cells (`n_ctx`); each slot's context is `n_ctx_slot`; the
+    KV memory is the target's (a drafter's context is its own); a drafter is the method."""
     slots_logged = report.parallel_slots
     per_slot = report.ctx_per_slot or (
         report.ctx_size // slots_logged if report.ctx_size and slots_logged else None
@@ -129,6 +131,11 @@ def as_engine_report(report: LlamaCppReport) -> EngineReport:
         weights_gib=_weights_gib(report),
         kv_cache_gib=round(report.kv_buffer_mib / 1024, 4) if report.kv_buffer_mib else None,
         kv_cache_tokens=report.ctx_size,
+        speculative=(
+            SpeculativeFact(method=report.speculative_method, draft_model=report.draft_model)
+            if report.speculative_method
+            else None
+        ),
         max_concurrency=round(report.ctx_size / per_slot, 2)
         if report.ctx_size and per_slot
         else None,
