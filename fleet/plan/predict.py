@@ -285,7 +285,7 @@ def _weights_mib(host: ObservedHost, seat: Seat, info: ModelInfo | None) -> int 
 def gpu_total_mib(desired: DesiredFleet, host: ObservedHost, index: int) -> int | None:
     """A GPU's memory as nvidia-smi reports it, else as the host's file declares it."""
     for gpu in host.gpus:
-        if gpu.index == index:
+        if gpu.index == index and gpu.memory_total_mib:  # 0: nvidia-smi did not say
             return gpu.memory_total_mib
     spec = desired.hosts.get(host.name)
     declared = [g.memory // MIB for g in spec.gpus if g.index == index] if spec else []
