@@ -15,7 +15,7 @@ from fleet.observed.models import ObservedHost
 from fleet.plan import predict
 from fleet.plan.actions import Blocker
 from fleet.spec.models import Seat
-from fleet.spec.speculative import MTP_METHODS
+from fleet.engines.vllm.speculative import MTP_METHODS
 
 
 def _names(words: str) -> frozenset[str]:

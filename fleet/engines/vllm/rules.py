@@ -10,7 +10,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterator
 
-from fleet.spec import speculative
+from fleet.engines.vllm import speculative
 from fleet.spec.load import Sources
 from fleet.spec.models import Seat
 from fleet.spec.problems import Problem
