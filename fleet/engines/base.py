@@ -58,6 +58,9 @@ class Engine(Protocol):
     budget that change how many tokens a budget holds (a log of other values is no exact
     prediction). `fixed_kv_tokens` is the KV tokens a seat's settings fix without a model
     (llama.cpp: context x slots), None where the budget and the model decide.
+    `speculative_counts` turns /metrics samples (summed over labels) into the counters
+    bench takes deltas of: `accepted` draft tokens, proposed `draft_tokens`, `drafts`
+    (verify steps); empty where the engine exports none.
     """
 
     NAME: str
@@ -101,6 +104,8 @@ class Engine(Protocol):
     def import_lines(self, args: EngineArgs) -> list[SeatLine]: ...
 
     def fixed_kv_tokens(self, seat: Seat) -> int | None: ...
+
+    def speculative_counts(self, samples: dict[str, float], seat: Seat) -> dict[str, float]: ...
 
 
 def concurrency(kv_tokens: int | None, context: int | None) -> float | None:

@@ -1,9 +1,9 @@
 """Reading an engine's /metrics with the names its engine module declares (`METRICS`).
 
 `engine_load` gives the reconcile loop requests running and waiting and tokens generated;
-`running_requests` is what drain waits on; `speculative_counters` what bench reads before
-and after its runs. Where the engine is not known (a container being removed), the
-engine whose names the text carries is used. Pure.
+`running_requests` is what drain waits on; `named_counts` reads the speculative counters
+of an engine that exports them under `MetricNames`' names. Where the engine is not known
+(a container being removed), the engine whose names the text carries is used. Pure.
 """
 
 from __future__ import annotations
@@ -39,12 +39,11 @@ def running_requests(text: str, engines: Iterable[Engine]) -> float | None:
     return engine_load(text, engines).running
 
 
-def speculative_counters(text: str, names: MetricNames) -> dict[str, float]:
-    """`accepted`, `draft_tokens` and `drafts` as the engine's counters say them (summed).
+def named_counts(sums: dict[str, float], names: MetricNames) -> dict[str, float]:
+    """`accepted`, `draft_tokens` and `drafts` read under the names `names` gives.
 
     A counter is read under its name or without its `_total` suffix (older clients).
     """
-    sums = sum_samples(text)
     wanted = {
         "accepted": names.spec_accepted,
         "draft_tokens": names.spec_draft_tokens,

@@ -27,7 +27,10 @@ _BINARY = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SHELLS = frozenset({"sh", "bash", "dash"})
 
 Reader: TypeAlias = tuple[str, Callable[[str], object]]
-"""A flag's field of `EngineArgs` and how its value is read (None: not a value of it)."""
+"""A flag's field of `EngineArgs` and how its value is read (None: not a value of it).
+
+A field `speculative_config.num_steps` sets one key of that dict field: an engine whose
+speculative settings are several flags reads them into one dict."""
 
 
 class EngineArgs(CoreModel):
@@ -129,9 +132,20 @@ def read_flags(
         if parsed is None:
             extra.extend(args[position : position + consumed])
         else:
-            values[field] = parsed
+            _store(values, field, parsed)
         position += consumed
     return extra
+
+
+def _store(values: dict[str, object], field: str, parsed: object) -> None:
+    """`field` = parsed; `field.key` sets one key of a dict field."""
+    name, dot, key = field.partition(".")
+    if not dot:
+        values[name] = parsed
+        return
+    held = values.setdefault(name, {})
+    if isinstance(held, dict):
+        held[key] = parsed
 
 
 def flag_key(name: str) -> str:

@@ -21,8 +21,8 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from fleet.engines import engine_for
-from fleet.engines.metrics import speculative_counters
 from fleet.errors import FleetError
+from fleet.facts.engine_metrics import sum_samples
 from fleet.names import HASH_LABEL
 from fleet.observed.bench import (
     BenchRecord,
@@ -209,7 +209,7 @@ def _counters(sessions: Sessions, desired: DesiredFleet, seat: Seat) -> dict[str
         )
     except FleetError:
         return {}
-    return speculative_counters(reply.body, engine_for(seat.engine).METRICS)
+    return engine_for(seat.engine).speculative_counts(sum_samples(reply.body), seat)
 
 
 def _depth(

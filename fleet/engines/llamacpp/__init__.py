@@ -18,6 +18,7 @@ from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import parse_args as parse_args
 from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
+from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineError, EngineReport, ErrorKind
 from fleet.facts.argv import EngineArgs
 from fleet.secrets import mask_argv
@@ -181,6 +182,11 @@ def explain(text: str) -> dict[str, object] | None:
     """`fleet explain log --json` for a llama-server log; None when it states nothing."""
     report = parse_llamacpp_log(text)
     return report.to_explain_json() if report != LlamaCppReport() else None
+
+
+def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
+    """llama-server exports no draft counters on /metrics (its log has the acceptance)."""
+    return named_counts(samples, METRICS)
 
 
 def read_log(text: str) -> EngineReport:

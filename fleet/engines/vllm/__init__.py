@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from fleet.engines.base import MetricNames, SeatLine, Shape
+from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineReport
 from fleet.engines.vllm.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.vllm.argv import detect as detect
@@ -162,6 +163,11 @@ def serves_chat(seat: Seat) -> bool:
 def fixed_kv_tokens(seat: Seat) -> int | None:
     """None: the budget and the model's layout decide (plan estimates them)."""
     return None
+
+
+def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
+    """vLLM's spec_decode counters, as `METRICS` names them."""
+    return named_counts(samples, METRICS)
 
 
 def read_log(text: str) -> EngineReport:
