@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fleet.engines import engine_for, parse_engine_argv
 from fleet.errors import ApplyError, FleetError, PlanError
-from fleet.facts.argv import parse_engine_argv
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
 from fleet.render.compose import compose_path
@@ -158,7 +158,7 @@ def _apply_gateway(
 def _chats(desired: DesiredFleet, alias: str) -> bool:
     """Whether an alias's seat answers chat completions (pooling seats do not)."""
     seat = next(s for s in desired.seats.values() if alias in s.aliases)
-    return "pooling" not in seat.extra_args
+    return engine_for(seat.engine).serves_chat(seat)
 
 
 def _apply_removals(
