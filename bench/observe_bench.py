@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from fleet.facts.script import host_script
-from fleet.render.compose import render_compose
+from fleet.runtimes.compose import render_compose
 from fleet.spec.models import DesiredFleet
 from reconciler.adapters.connections import Connections
 from reconciler.workflows.desired import require_valid

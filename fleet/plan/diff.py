@@ -27,7 +27,7 @@ from fleet.engines import engine_for, read_process
 from fleet.names import HASH_LABEL
 from fleet.observed.models import ObservedSeat
 from fleet.plan import detail
-from fleet.render.compose import render_service
+from fleet.runtimes.compose import render_service
 from fleet.spec.models import Host, Seat
 
 SeatShape = dict[str, Any]

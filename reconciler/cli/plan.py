@@ -87,7 +87,7 @@ def render(
 ) -> None:
     """Print what apply would write: a host's compose file, or the gateway config."""
     from fleet.errors import FleetError
-    from fleet.render.compose import render_compose
+    from fleet.runtimes.compose import render_compose
     from fleet.render.gateway import render_gateway_config
     from reconciler.adapters.connections import Connections
 

@@ -17,9 +17,9 @@ from fleet.errors import ApplyError, FleetError, PlanError
 from fleet.facts.argv import parse_engine_argv
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
-from fleet.render.compose import compose_path
+from fleet.runtimes.compose import compose_path
 from fleet.render.gateway import render_gateway_config
-from fleet.render.yamltext import load_yaml
+from fleet.yamltext import load_yaml
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.host import Sessions
 from reconciler.workflows import gateway as gateway_ops

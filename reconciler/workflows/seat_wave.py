@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from fleet.errors import ApplyError, FleetError
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.health import HealthState
-from fleet.render.compose import compose_path
+from fleet.runtimes.compose import compose_path
 from fleet.spec.models import DesiredFleet
 from reconciler.host import Sessions
 from reconciler.workflows import locks

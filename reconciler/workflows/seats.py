@@ -21,8 +21,8 @@ from fleet.names import SEAT_LABEL
 from fleet.observed.assemble import assemble_host
 from fleet.observed.models import ObservedHost, ObservedSeat
 from fleet.plan.health import Endpoints, HealthState, Verdict, judge_seat
-from fleet.render.compose import HEADER, compose_path, project_name, render_service
-from fleet.render.yamltext import dump_yaml, load_yaml
+from fleet.runtimes.compose import HEADER, compose_path, project_name, render_service
+from fleet.yamltext import dump_yaml, load_yaml
 from fleet.secrets import referenced_variables
 from fleet.spec.models import DesiredFleet, Host
 from reconciler.adapters.http import request_via

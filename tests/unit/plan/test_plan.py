@@ -10,7 +10,7 @@ from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import GpuProcessUse, Observation, ObservedHost, ObservedSeat
 from fleet.plan.actions import ActionKind
 from fleet.plan.plan import Plan, make_plan
-from fleet.render.compose import render_service
+from fleet.runtimes.compose import render_service
 from fleet.render.gateway import render_gateway_config
 from fleet.spec.models import DesiredFleet, Seat
 from tests.unit.plan.fakes import gateway_in_sync, in_sync, live_seat

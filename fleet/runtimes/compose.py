@@ -14,7 +14,7 @@ from typing import Any
 
 from fleet.engines import engine_for
 from fleet.names import COMPOSE_NAME, HASH_LABEL, MANAGED_LABEL, SEAT_LABEL, in_compose_dir
-from fleet.render.yamltext import dump_yaml
+from fleet.yamltext import dump_yaml
 from fleet.secrets import compose_escape
 from fleet.spec.models import DesiredFleet, Host, Seat
 

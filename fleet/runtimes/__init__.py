@@ -1,0 +1,1 @@
+"""Host runtimes: how a host runs its seats (docker compose today), one module each."""
