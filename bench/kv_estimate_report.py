@@ -19,9 +19,9 @@ import json
 import sys
 from pathlib import Path
 
+from fleet.engines.vllm.log import EngineReport, parse_vllm_log
 from fleet.facts.kv_estimate import GIB, NO_KV_DRAFTERS
 from fleet.facts.model_config import AttentionKind, ModelFacts, parse_model_config
-from fleet.facts.vllm_log import EngineReport, parse_vllm_log
 from fleet.plan.predict import log_layout
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus"

@@ -23,6 +23,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from fleet.base import CoreModel
+from fleet.engines.report import EngineReport
 from fleet.facts.kv_estimate import (
     BATCHED_TOKENS,
     GIB,
@@ -36,7 +37,6 @@ from fleet.facts.kv_estimate import (
 )
 from fleet.facts.kv_estimate import drafter_layers as kv_drafter_layers
 from fleet.facts.model_config import ModelFacts
-from fleet.facts.vllm_log import EngineReport
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
 from fleet.plan.exact_log import exact_log
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat

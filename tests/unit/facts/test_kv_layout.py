@@ -15,11 +15,11 @@ import re
 
 import pytest
 
+from fleet.engines.vllm.log import parse_vllm_log
 from fleet.facts.kv_estimate import GIB, GroupKind, KvLayout, group_layers, kv_layout
 from fleet.facts.kv_estimate import padding_layers as padding
 from fleet.facts.kv_state import StateKind
 from fleet.facts.model_config import AttentionKind, parse_model_config
-from fleet.facts.vllm_log import parse_vllm_log
 from tests.conftest import CORPUS
 
 QWEN35_LOG = "v0.19.0_v1_qwen3.5-9b_hybrid-gdn-vlm-text_config_offline-LLM_l40s.log"

@@ -6,8 +6,8 @@ This is a fake at our own seam: the Observation model that observe would have bu
 
 from __future__ import annotations
 
+from fleet.engines.vllm.log import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
-from fleet.facts.vllm_log import EngineReport
 from fleet.observed.assemble import observed_seat
 from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import (
@@ -19,8 +19,8 @@ from fleet.observed.models import (
     ObservedHost,
     ObservedSeat,
 )
-from fleet.render.compose import render_service
 from fleet.render.gateway import render_gateway_config
+from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
 
 GIB = 1024**3
