@@ -4,7 +4,7 @@ For every log in tests/corpus/vllm-logs whose model's attention geometry is know
 config.json of the corpus: the same model, or one of the same geometry, each pair listed
 by hand below with why it fits; or, where the corpus holds no config of the model, its
 published geometry stated below, marked `stated`), lay the KV cache out as plan does
-(`fleet.plan.predict.log_layout`: groups, padding, the shared block pool, the block
+(`fleet.plan.seat_layout.log_layout`: groups, padding, the shared block pool, the block
 size vLLM picks, a drafter's layers) at the KV memory the log states, and print both
 figures vLLM prints beside the logged ones: `GPU KV cache size` (tokens) and `Maximum
 concurrency` at the log's context, each as logged / estimated. Then, per kind of seat
@@ -22,7 +22,7 @@ from pathlib import Path
 from fleet.engines.vllm.log import EngineReport, parse_vllm_log
 from fleet.facts.kv_estimate import GIB, NO_KV_DRAFTERS
 from fleet.facts.model_config import AttentionKind, ModelFacts, parse_model_config
-from fleet.plan.predict import log_layout
+from fleet.plan.seat_layout import log_layout
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus"
 TARGET = 0.05  # both figures within 5% of the logged ones

@@ -158,6 +158,8 @@ def kv_layout(
     extra_layers: int = 0,
     spec_tokens: int = 0,
     batched_tokens: int = BATCHED_TOKENS,
+    *,
+    fewest_groups: bool = False,
 ) -> KvLayout | None:
     """The KV-cache layout on one GPU; None if the facts are too thin.
 
@@ -165,6 +167,7 @@ def kv_layout(
     (an MTP layer, an EAGLE head); `spec_tokens` widens a state's convolution window and
     gives each state group as many more blocks per request. `batched_tokens` is the
     prefill chunk (`--max-num-batched-tokens`) a sliding window group holds beside it.
+    `fewest_groups` groups by the fewest layers of a kind always (vLLM before 0.12).
     """
     element = kv_dtype_bytes(kv_dtype)
     per_token = layer_token_bytes(facts, element, tensor_parallel_size) if element else None
@@ -180,7 +183,7 @@ def kv_layout(
         block = BLOCK_SIZE * -(-page // (BLOCK_SIZE * per_token))
     if GroupKind.SLIDING in counts:
         window = facts.attention.sliding_window
-    size, groups = group_layers(counts)
+    size, groups = group_layers(counts, near_most=not fewest_groups)
     return KvLayout(
         block_size=block,
         page_bytes=block * per_token,

@@ -112,15 +112,18 @@ def uniform_layout(bytes_per_token: int) -> KvLayout:
     )
 
 
-def group_layers(counts: dict[GroupKind, int]) -> tuple[int, tuple[GroupKind, ...]]:
+def group_layers(
+    counts: dict[GroupKind, int], near_most: bool = True
+) -> tuple[int, tuple[GroupKind, ...]]:
     """vLLM's grouping (`_get_kv_cache_groups_uniform_page_size`): groups of the fewest
-    layers of a kind, or of the most when under 1.5x the fewest; a kind's last group is
-    padded to the group size. Returns the group size and each group's kind."""
+    layers of a kind, or of the most when under 1.5x the fewest (`near_most`, vLLM 0.12 on);
+    a kind's last group is padded to the group size. Returns the group size and each
+    group's kind."""
     present = {kind: n for kind, n in counts.items() if n > 0}
     if not present:
         return 1, ()
     low, high = min(present.values()), max(present.values())
-    size = high if high < low * 1.5 else low
+    size = high if near_most and high < low * 1.5 else low
     groups = tuple(kind for kind, n in present.items() for _ in range(-(-n // size)))
     return size, groups
 

@@ -8,7 +8,7 @@ prediction every seat action carries (`fleet.plan.plan`) and sizes budgets for
 Each figure says where it came from. `exact`: a startup log on the host ran the same model
 with the same KV budget, tensor parallel size, KV dtype and speculative decoding
 (`fleet.plan.exact_log`), so its logged KV tokens are reused. `estimate`: from
-config.json, laid out as vLLM lays out its KV cache (`fleet.facts.kv_estimate.kv_layout`);
+config.json, laid out as vLLM lays out its KV cache (`fleet.plan.seat_layout`);
 with only the summary observation keeps of config.json (`ModelInfo.kv_bytes_per_token`)
 models whose layers all cache every token.
 A `gpu_memory_utilization` budget is what the fraction leaves after the weights (logged by
@@ -25,20 +25,18 @@ from pydantic import Field
 from fleet.base import CoreModel
 from fleet.engines.report import EngineReport
 from fleet.facts.kv_estimate import (
-    BATCHED_TOKENS,
     GIB,
     KvLayout,
-    flag_value,
     kv_dtype,
     kv_dtype_bytes,
-    kv_layout,
     pipeline_parallel,
     uniform_layout,
 )
-from fleet.facts.kv_estimate import drafter_layers as kv_drafter_layers
 from fleet.facts.model_config import ModelFacts
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
 from fleet.plan.exact_log import exact_log
+from fleet.plan.seat_layout import log_layout as log_layout
+from fleet.plan.seat_layout import seat_layout
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
 from fleet.units import format_bytes
 
@@ -231,12 +229,7 @@ def _layout(
     dtype = kv_dtype(seat.extra_args)
     tp, pp = len(seat.gpus), pipeline_parallel(seat.extra_args)
     if facts is not None:
-        extra = drafter_layers(seat, facts, model_facts(_draft_info(host, seat)))
-        facts = _with_state_dtype(facts, flag_value(seat.extra_args, "--mamba-ssm-cache-dtype"))
-        spec_tokens = seat.speculative.num_tokens if seat.speculative else 0
-        batched = flag_value(seat.extra_args, "--max-num-batched-tokens") or ""
-        chunk = int(batched) if batched.isdigit() else BATCHED_TOKENS
-        layout = kv_layout(facts, dtype, tp, pp, extra, spec_tokens, chunk)
+        layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)))
         return layout, "" if layout else f"config.json of {seat.model} is too thin to size KV"
     if info is None or info.kv_bytes_per_token is None:
         return None, f"no KV bytes per token known for {seat.model} (config.json not read)"
@@ -249,17 +242,6 @@ def _layout(
     if pp > 1 and info.num_layers:
         per_token = per_token * -(-info.num_layers // pp) // info.num_layers
     return uniform_layout(per_token), ""
-
-
-def _with_state_dtype(facts: ModelFacts, dtype: str | None) -> ModelFacts:
-    """The facts with a state's recurrent dtype as `--mamba-ssm-cache-dtype` sets it."""
-    state = facts.attention.state
-    if state is None or dtype in (None, "", "auto"):
-        return facts
-    attention = facts.attention.model_copy(
-        update={"state": state.model_copy(update={"ssm_dtype": str(dtype).lower()})}
-    )
-    return facts.model_copy(update={"attention": attention})
 
 
 def _draft_info(host: ObservedHost, seat: Seat) -> ModelInfo | None:
@@ -290,25 +272,3 @@ def gpu_total_mib(desired: DesiredFleet, host: ObservedHost, index: int) -> int 
     spec = desired.hosts.get(host.name)
     declared = [g.memory // MIB for g in spec.gpus if g.index == index] if spec else []
     return declared[0] if declared else None
-
-
-def drafter_layers(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> int:
-    """Layers a speculative drafter adds to the engine's KV cache, counted in the model's
-    own layers (`fleet.facts.kv_estimate.drafter_layers`)."""
-    spec = seat.speculative
-    if spec is None:
-        return 0
-    dtype, tp = kv_dtype(seat.extra_args), len(seat.gpus)
-    return kv_drafter_layers(facts, spec.method, spec.draft_model is not None, draft, dtype, tp)
-
-
-def log_layout(facts: ModelFacts, report: EngineReport) -> KvLayout | None:
-    """The layout plan would predict for the configuration a startup log ran (its KV dtype,
-    parallel sizes and speculative decoding; a drafter's config is not known from a log),
-    for `fleet explain log --model` and the estimate report."""
-    dtype = report.kv_cache_dtype or "auto"
-    tp, pp = report.tensor_parallel_size or 1, report.pipeline_parallel_size or 1
-    spec = report.speculative
-    method, k = (spec.method, spec.num_tokens or 0) if spec else (None, 0)
-    extra = kv_drafter_layers(facts, method, bool(spec and spec.draft_model), None, dtype, tp)
-    return kv_layout(facts, dtype, tp, pp, extra, k)

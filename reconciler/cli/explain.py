@@ -96,7 +96,7 @@ def kv_estimate(report: EngineReport, facts: ModelFacts) -> dict[str, object]:
     """What plan predicts from the config for the log's configuration (the KV cache laid out
     as vLLM lays it out) beside what the engine logged; each `ratio` is logged / estimated."""
     from fleet.facts.kv_estimate import GIB, estimate_kv_bytes_per_token
-    from fleet.plan.predict import log_layout
+    from fleet.plan.seat_layout import log_layout
 
     layout = log_layout(facts, report)
     tokens = most = None

@@ -200,3 +200,43 @@ def test_a_mamba2_hybrid_sizes_its_block_to_the_state(tp: int, block: int) -> No
     # 4 full + 24 state layers: groups of 4, one full and six state groups
     assert (layout.layers_per_group, len(layout.groups)) == (4, 7)
     assert layout.block_size == block == 16 * -(-expected // (16 * 2 * (8 // tp) * 128 * 2))
+
+
+# vLLM PR #29303 (merged for 0.12): gpt-oss-120b with an EAGLE3 head, 19 full + 18 sliding
+# layers, logged "Add 17 padding layers" before it and "Add 1 padding layers" after.
+@pytest.mark.parametrize(
+    ("near_most", "size", "groups", "padded"),
+    [(False, 18, (FULL, FULL, SLIDING), 17), (True, 19, (FULL, SLIDING), 1)],
+    ids=["before-0.12-fewest", "0.12-on-most-under-1.5x"],
+)
+def test_the_grouping_rule_of_each_vllm_release(
+    near_most: bool, size: int, groups: tuple[GroupKind, ...], padded: int
+) -> None:
+    counts = {FULL: 19, SLIDING: 18}
+    assert group_layers(counts, near_most) == (size, groups)
+    assert sum(-n % size for n in counts.values()) == padded
+
+
+def test_a_seat_on_an_older_image_is_laid_out_by_its_releases_rule() -> None:
+    """gpt-oss-20b with an EAGLE3 head (13 full + 12 sliding): two groups of 13 from 0.12,
+    three of 12 before."""
+    from fleet.plan.seat_layout import seat_layout
+    from fleet.spec.models import Seat
+
+    facts = parse_model_config(json.dumps(GPT_OSS))
+    seat = {"name": "s", "host": "h", "gpus": [0], "model": "/m", "served_name": "s"}
+    seat |= {"context": 8192, "port": 8000, "image": "vllm/vllm-openai:v0.18.0"}
+    seat |= {"speculative": {"method": "eagle3", "num_tokens": 3, "draft_model": "/d"}}
+    new = Seat.model_validate(seat)
+    old = new.model_copy(update={"image": "vllm/vllm-openai:v0.11.2"})
+    layouts = [seat_layout(s, facts, None) for s in (new, old)]
+    assert [(x.layers_per_group, len(x.groups)) for x in layouts if x] == [(13, 2), (12, 3)]
+
+
+def test_a_16_bit_recurrent_state_halves_the_hybrid_block() -> None:
+    """`--mamba-ssm-cache-dtype bfloat16`: Qwen3.5-9B's state is 1,097,728 B, so 272 tokens."""
+    from fleet.plan.seat_layout import with_state_dtype
+
+    facts = parse_model_config((CORPUS / "model-configs" / QWEN35_CONFIG).read_text())
+    layout = kv_layout(with_state_dtype(facts, "bfloat16"))
+    assert layout is not None and layout.block_size == 272
