@@ -49,6 +49,7 @@ class MemoryPlan:
     block_size: int = BLOCK_SIZE
     page_bytes: int = 0
     group_size: int = 1
+    state_bytes: int = 0  # one linear layer's state, before it is padded to a page
 
     @property
     def total_bytes(self) -> int:
@@ -184,6 +185,7 @@ def plan_memory(
         block_size=block,
         page_bytes=page,
         group_size=size,
+        state_bytes=state_bytes(shape.linear, tp, spec) if shape.linear else 0,
     )
 
 
