@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.engines import read_process
+from fleet.engines.report import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS, GpuProcesses, GpuReading
 from fleet.facts.host_facts import (
@@ -27,7 +28,6 @@ from fleet.facts.host_facts import (
 )
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.script import FactOutput
-from fleet.facts.vllm_log import EngineReport
 from fleet.names import MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.runtimes import Runtime
