@@ -132,6 +132,9 @@ def observed_seat(
     args, kind = read_process(container.argv)
     shape = kind.observed_shape(args) if kind else {}
     speculative = args.speculative_config or shape.get("speculative")
+    logged = engine.speculative if engine else None
+    if logged is not None and logged.method and not speculative:  # llama.cpp's own MTP head
+        speculative = {"method": logged.method}
     return ObservedSeat(
         name=labels.get(SEAT_LABEL, container.name) if managed else container.name,
         managed=managed,
