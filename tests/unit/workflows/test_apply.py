@@ -57,7 +57,7 @@ def observed_before() -> Observation:
     live = in_sync(AFTER)
     tower = live.hosts["tower"]
     seats = tuple(
-        live_seat(BEFORE, BEFORE.seats["sec"]) if s.name == "sec" else s
+        live_seat(BEFORE, BEFORE.seats["sec"], max_model_len="131072") if s.name == "sec" else s
         for s in tower.seats
         if s.name != "flash"
     )
