@@ -9,7 +9,6 @@ Each step is recorded in the host's journal.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -21,6 +20,7 @@ from fleet.render.compose import compose_path
 from fleet.render.gateway import render_gateway_config
 from fleet.render.yamltext import load_yaml
 from fleet.spec.models import DesiredFleet, Gateway
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import locks
@@ -31,11 +31,12 @@ from reconciler.workflows.seat_wave import Reporter, Undo, apply_seat_wave, by_h
 
 @dataclass(frozen=True)
 class ApplyOptions:
-    """Time limits of apply's waits, in seconds."""
+    """Time limits of apply's waits, in seconds, and the clock they wait on."""
 
     seat_timeout: float = 900.0
     gateway_timeout: float = 120.0
     drain_timeout: float = 120.0
+    clock: Clock = SYSTEM_CLOCK
 
 
 def apply_plan(
@@ -94,7 +95,13 @@ def _run(
     done: list[str] = []
     try:
         done += apply_seat_wave(
-            desired, connections, plan.actions, options.seat_timeout, reporter, undo
+            desired,
+            connections,
+            plan.actions,
+            options.seat_timeout,
+            reporter,
+            undo,
+            clock=options.clock,
         )
         done += _apply_gateway(
             desired,
@@ -212,7 +219,13 @@ def rollback(
             _try(restored, seat_ops.start_service, conn, desired, host, service)
             restored.append(
                 _await_previous(
-                    connections, desired, host_name, service, _port_in(previous, service), options
+                    connections,
+                    desired,
+                    host_name,
+                    service,
+                    _port_in(previous, service),
+                    options,
+                    clock=options.clock,
                 )
             )
     return restored
@@ -254,12 +267,13 @@ def _await_previous(
     service: str,
     port: int | None,
     options: ApplyOptions,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> str:
     """Wait until the restored seat answers /health again."""
     host, conn = desired.hosts[host_name], connections.get(host_name)
-    deadline = time.monotonic() + options.seat_timeout
-    while port is not None and time.monotonic() < deadline:
+    deadline = clock.monotonic() + options.seat_timeout
+    while port is not None and clock.monotonic() < deadline:
         if seat_ops.endpoints(conn, host, port).health_status == 200:
             return f"seat {service} on {host_name} (serving again)"
-        time.sleep(2.0)
+        clock.sleep(2.0)
     return f"seat {service} on {host_name} (restarted, not verified)"

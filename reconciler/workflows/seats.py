@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +25,7 @@ from fleet.render.yamltext import dump_yaml, load_yaml
 from fleet.secrets import referenced_variables
 from fleet.spec.models import DesiredFleet, Host
 from reconciler.adapters.http import request_via
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
 
 Waiting = Callable[[str, float], None]  # (reason, seconds waited) -> None
@@ -174,16 +174,17 @@ def wait_healthy(
     timeout: float,
     waiting: Waiting,
     interval: float = 2.0,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Verdict:
     """Poll the health gate until healthy, failed or out of time."""
     seat = desired.seats[seat_name]
     host = desired.hosts[seat.host]
     band = seat.band(desired.settings.concurrency_band)
-    started = time.monotonic()
+    started = clock.monotonic()
     while True:
         live, answers, gpu_facts = look(connections, desired, seat_name)
         verdict = judge_seat(seat, host, band, live, answers, gpu_facts)
-        waited = time.monotonic() - started
+        waited = clock.monotonic() - started
         if verdict.state is not HealthState.STARTING:
             return verdict
         if waited > timeout:
@@ -192,7 +193,7 @@ def wait_healthy(
                 reason=f"not healthy after {timeout:.0f}s: {verdict.reason}",
             )
         waiting(verdict.reason, waited)
-        time.sleep(interval)
+        clock.sleep(interval)
 
 
 def rendered(desired: DesiredFleet, seat_name: str) -> dict[str, Any]:

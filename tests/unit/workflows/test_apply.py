@@ -21,6 +21,7 @@ from fleet.render.compose import render_compose
 from fleet.render.yamltext import load_yaml
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.apply import ApplyOptions, apply_plan
+from tests.fakes.clock import FakeClock
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.plan.fakes import in_sync, live_seat
 from tests.unit.render.test_compose import example
@@ -29,7 +30,7 @@ AFTER = example()
 BEFORE = example({"seats/sec.yaml": ("context: 262144", "context: 131072")})
 COMPOSE, LOCK = "/srv/fleet/compose.yaml", "/srv/fleet/.fleet.lock"
 JOURNAL = "/srv/fleet/.fleet-journal.jsonl"
-FAST = ApplyOptions(seat_timeout=1.0, gateway_timeout=1.0, drain_timeout=1.0)
+FAST = ApplyOptions(seat_timeout=1.0, gateway_timeout=1.0, drain_timeout=1.0, clock=FakeClock())
 OOM = "ERROR 12-01 10:00:09 [core.py:700] torch.OutOfMemoryError: CUDA out of memory."
 
 
