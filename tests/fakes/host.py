@@ -14,8 +14,12 @@ else, when a running container publishes that port, what a healthy vLLM answers 
 has neither is refused (HostUnreachable, worded as the SSH adapter words it).
 
 A test makes a step fail with `fail_on` (a command or `write PATH` containing the key
-fails, every time, with the value as stderr or `exit N: stderr`) or makes the next start
-of a service crash with `crashes` (the container exits 1 with that line in its log).
+fails, every time, with the value as stderr or `exit N: stderr`), makes the next start
+of a service crash with `crashes` (the container exits 1 with that line in its log) or
+lose a flag with `drops_arg` (its process runs without that flag and its value, as behind
+an entrypoint wrapper that loses an argument), and names paths that do not exist on the
+host with `missing` (model directories the fact script looks for). `FakeSessions` hands
+out the fake hosts by name; a host in its `unreachable` cannot be connected to.
 """
 
 from __future__ import annotations
@@ -90,6 +94,8 @@ class FakeHost:
     gpus: int = 4
     fail_on: dict[str, str] = field(default_factory=dict)
     crashes: dict[str, str] = field(default_factory=dict)
+    drops_arg: dict[str, str] = field(default_factory=dict)
+    missing: set[str] = field(default_factory=set)
     journal: list[tuple[str, str]] = field(default_factory=list)
     scripts: list[str] = field(default_factory=list)  # every fact script sent to `sh -s`
     before_up: Callable[[str], None] | None = None  # called with the service compose starts
@@ -163,6 +169,7 @@ class FakeHost:
             pid=self._pids,
             state="exited" if crash else "running",
             exit_code=1 if crash else 0,
+            dropped=self.drops_arg.pop(service, None),
         )
         container.log = f"{crash}\n" if crash else engine_log(container.argv)
         self.containers[service] = container
@@ -200,11 +207,15 @@ class FakeHost:
 
 @dataclass
 class FakeSessions:
-    """`reconciler.host.Sessions` over fake hosts, by name."""
+    """`reconciler.host.Sessions` over fake hosts, by name; `unreachable` hosts raise
+    HostUnreachable with their message, as the SSH adapter does for a host it cannot reach."""
 
     hosts: dict[str, FakeHost]
+    unreachable: dict[str, str] = field(default_factory=dict)
 
     def get(self, host: str) -> FakeHost:
+        if host in self.unreachable:
+            raise HostUnreachable(self.unreachable[host], where=host)
         if host not in self.hosts:
             raise AssertionError(f"FakeSessions: no fake host named {host!r}")
         return self.hosts[host]
@@ -273,7 +284,8 @@ def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
     containers = host.containers
     if match := re.search(r"--filter 'label=fleet\.seat=([^']+)'", stdin):
         containers = {k: c for k, c in containers.items() if c.seat() == match.group(1)}
-    return CommandResult(0, fact_output(containers, host.gpus, host.files), "")
+    output = fact_output(containers, host.gpus, host.files, host.missing)
+    return CommandResult(0, output, "")
 
 
 def _pattern(template: str) -> re.Pattern[str]:
