@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import DesiredOption, JsonOption, app, open_fleet, output_of
+from reconciler.cli.app import DesiredOption, JsonOption, app, open_fleet, output_of, sessions_of
 
 if TYPE_CHECKING:
     from fleet.plan.fit import Fit
@@ -87,7 +87,6 @@ def fit(
     """Size a seat's KV budget for its context and GPUs (read-only on the hosts)."""
     from fleet.errors import PlanError
     from fleet.plan.fit import fit_seat, set_kv_budget
-    from reconciler.adapters.connections import Connections
     from reconciler.workflows.observe import observe_fleet
 
     output = output_of(ctx)
@@ -95,7 +94,7 @@ def fit(
     if seat not in repo.desired.seats:
         raise PlanError(f"no such seat in desired/: {seat}")
     host = repo.desired.seats[seat].host
-    with Connections(repo.desired) as connections, output.progress(f"observing {host}"):
+    with sessions_of(ctx)(repo.desired) as connections, output.progress(f"observing {host}"):
         observation = observe_fleet(repo.desired, connections, hosts=[host])
     result = fit_seat(repo.desired, observation, seat, concurrency)
     if as_json:
