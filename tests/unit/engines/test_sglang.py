@@ -8,16 +8,17 @@ source line of each), so nothing here compares fleet's renderer or parser with i
 from __future__ import annotations
 
 import pytest
-from fleet.render.compose import render_service
 
 from fleet.engines import engine_for, engine_load, explain_log, read_process, validate_fleet
 from fleet.engines.report import ErrorKind
 from fleet.observed.bench import oom_line
 from fleet.plan.plan import make_plan
+from fleet.runtimes.compose import render_service
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
 from tests.unit.plan.fakes import in_sync
+from tests.unit.plan.live_argv import LIVE_ARGV
 from tests.unit.render.test_compose import DESIRED
 
 SEAT = """# Llama 8B under SGLang on rig's second card.
@@ -237,7 +238,10 @@ def test_sglang_seat_rules(text: str, wanted: list[str]) -> None:
         assert start in error
 
 
-def test_an_in_sync_sglang_seat_plans_nothing_and_a_changed_fraction_replaces_it() -> None:
+def test_an_in_sync_sglang_seat_plans_nothing_and_a_changed_fraction_replaces_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(LIVE_ARGV, "sgl", tuple(LIVE))  # the in-sync fleet runs it as written
     fleet, _ = seat()
     plan = make_plan(fleet, in_sync(fleet))
     assert [a for a in plan.actions if a.target == "sgl"] == []
