@@ -13,7 +13,7 @@ from fleet.engines import engine_for, engine_load, explain_log, read_process, va
 from fleet.engines.report import ErrorKind
 from fleet.observed.bench import oom_line
 from fleet.plan.plan import make_plan
-from fleet.render.compose import render_service
+from fleet.runtimes.compose import render_service
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
