@@ -118,14 +118,21 @@ class GpuSpec(CoreModel):
     memory: ByteSize = Field(description="Total memory, e.g. 97887MiB.")
 
 
+RuntimeName = Literal["compose"]  # the keys of fleet.runtimes.RUNTIMES
+
+
 class Host(CoreModel):
-    """desired/hosts/<name>.yaml: a machine reached over SSH, running a Docker engine."""
+    """desired/hosts/<name>.yaml: a machine reached over SSH, running its seats under a
+    runtime (docker compose by default)."""
 
     name: str = Field(description="Host name; equals the file name.")
     ssh: HostSsh = Field(description="How to reach the host.")
     address: str = Field(description="Address the gateway uses to reach this host's seats.")
     publish_address: str = Field("0.0.0.0", description="Interface seat ports bind on.")
     gpus: tuple[GpuSpec, ...] = Field((), description="The host's GPUs.")
+    runtime: RuntimeName = Field(
+        "compose", description="How the host runs its seats: compose (docker compose)."
+    )
     compose_dir: str = Field("/srv/fleet", description="Directory of compose files on the host.")
     models_root: str = Field("/models", description="Directory of model directories.")
     gpu_handover: Literal["device_requests", "runtime"] = Field(
@@ -136,7 +143,7 @@ class Host(CoreModel):
 
 
 class Speculative(CoreModel):
-    """Speculative decoding of a seat (vLLM `--speculative-config`)."""
+    """Speculative decoding of a seat, rendered as its engine takes it."""
 
     method: str = Field(description="vLLM method, e.g. mtp, qwen3_5_mtp, eagle3, dflash, ngram.")
     num_tokens: int = Field(description="Speculative tokens per step (k).")
@@ -151,7 +158,9 @@ class Seat(CoreModel):
     gpus: tuple[int, ...] = Field(
         description="GPU indices; >1 is tensor parallel; [] runs a llama.cpp seat on the CPU."
     )
-    engine: Literal["vllm", "llama.cpp"] = Field("vllm", description="Engine kind.")
+    engine: str = Field(
+        "vllm", description="Engine kind: one of fleet's engine modules (vllm, llama.cpp, ...)."
+    )
     image: str = Field(description="Image reference, pinned: repo:tag[@sha256:digest].")
     model: str = Field(description="Model directory on the host.")
     served_name: str = Field(description="Name the engine serves the model under.")
@@ -169,7 +178,7 @@ class Seat(CoreModel):
     parallel: int | None = Field(
         None,
         ge=1,
-        description="llama.cpp: parallel slots (--parallel), each holding `context` tokens; "
+        description="llama.cpp: parallel slots, each holding `context` tokens; "
         "the KV cache is sized context x parallel [1].",
     )
     speculative: Speculative | None = Field(None, description="Speculative decoding.")

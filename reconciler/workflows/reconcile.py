@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from fleet.engines import engine_load
 from fleet.errors import ApplyError, FleetError, GitError
-from fleet.facts.engine_metrics import EngineLoad, parse_engine_metrics
+from fleet.facts.engine_metrics import EngineLoad
 from fleet.plan.plan import Plan
 from fleet.plan.reconcile import Attempts, LoadSample, Move, decide, stuck
 from reconciler.adapters.connections import Connections
@@ -28,6 +29,7 @@ from reconciler.adapters.git import changed_since, head_commit, sync_upstream
 from reconciler.adapters.http import request_via
 from reconciler.adapters.metrics import FleetMetrics
 from reconciler.adapters.webhook import Notifier, webhook_url
+from reconciler.runtimes import adapter_for
 from reconciler.workflows.apply import ApplyOptions, apply_plan
 from reconciler.workflows.desired import require_valid
 from reconciler.workflows.plans import build_plan, commit_inventory
@@ -198,7 +200,7 @@ class Reconciler:
                 )
             except FleetError:
                 continue
-            loads[name] = parse_engine_metrics(reply.body)
+            loads[name] = engine_load(reply.body)
             seen = self.samples.setdefault(name, [])
             seen.append(LoadSample(time.monotonic(), loads[name]))
             del seen[:-50]
@@ -222,7 +224,8 @@ class Reconciler:
                 host=host.name,
                 reason=f"requests but no token for {settings.stuck_after}s",
             )
-            sessions.get(host.name).check(f"docker restart {live.container.name}", timeout=300)
+            spec = repo.desired.hosts[host.name]
+            adapter_for(spec).restart(sessions.get(host.name), spec, live.container.name)
             self.restarted[name] = time.monotonic()
             self.samples[name] = []
             self.metrics.heals.labels(name, "stuck").inc()

@@ -20,8 +20,8 @@ from pathlib import Path
 import git
 from ruamel.yaml import YAML
 
-from fleet.render.compose import render_compose
 from fleet.render.gateway import render_gateway_config
+from fleet.runtimes.compose import render_compose
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet
 from reconciler.cli import run

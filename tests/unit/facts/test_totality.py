@@ -47,8 +47,7 @@ KEYS = st.sampled_from(
 DOCKERISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
     lambda inner: (
-        st.dictionaries(KEYS | st.text(max_size=8), inner, max_size=6)
-        | st.lists(inner, max_size=4)
+        st.dictionaries(KEYS | st.text(max_size=8), inner, max_size=6) | st.lists(inner, max_size=4)
     ),
     max_leaves=30,
 )

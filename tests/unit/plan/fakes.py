@@ -9,8 +9,8 @@ our own seam.
 
 from __future__ import annotations
 
+from fleet.engines.vllm.log import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
-from fleet.facts.vllm_log import EngineReport
 from fleet.observed.assemble import observed_seat
 from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import (
@@ -22,8 +22,8 @@ from fleet.observed.models import (
     ObservedHost,
     ObservedSeat,
 )
-from fleet.render.compose import render_service
 from fleet.render.gateway import render_gateway_config
+from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
 from tests.unit.plan.live_argv import live_argv
 

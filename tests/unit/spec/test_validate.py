@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from fleet.engines import validate_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Problem
-from fleet.spec.validate import validate_fleet
 
 DESIRED = Path(__file__).resolve().parents[3] / "desired"
 
@@ -70,6 +70,11 @@ CASES = [
         "bad-engine",
         [("seats/sec.yaml", "engine: vllm", "engine: sglang")],
         "desired/seats/sec.yaml:4: error: engine: expected one of 'vllm' or 'llama.cpp'",
+    ),
+    (
+        "unknown-runtime",
+        [("hosts/tower.yaml", "gpus:\n", "runtime: kubernetes\ngpus:\n")],
+        "desired/hosts/tower.yaml:6: error: runtime: expected one of 'compose'",
     ),
     (
         "name-not-file",
