@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
-from fleet.render.compose import render_compose
 from ruamel.yaml import YAML
 
 from fleet.render.gateway import render_gateway_config
