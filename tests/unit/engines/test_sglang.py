@@ -8,12 +8,12 @@ source line of each), so nothing here compares fleet's renderer or parser with i
 from __future__ import annotations
 
 import pytest
-from fleet.render.compose import render_service
 
 from fleet.engines import engine_for, engine_load, explain_log, read_process, validate_fleet
 from fleet.engines.report import ErrorKind
 from fleet.observed.bench import oom_line
 from fleet.plan.plan import make_plan
+from fleet.runtimes.compose import render_service
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
@@ -239,12 +239,12 @@ def test_sglang_seat_rules(text: str, wanted: list[str]) -> None:
 
 def test_an_in_sync_sglang_seat_plans_nothing_and_a_changed_fraction_replaces_it() -> None:
     fleet, _ = seat()
-    plan = make_plan(fleet, in_sync(fleet))
+    plan = make_plan(fleet, in_sync(fleet, {"sgl": LIVE}))
     assert [a for a in plan.actions if a.target == "sgl"] == []
     assert any(n.target == "sgl" and n.reason.startswith("in sync") for n in plan.noops)
     changed, errors = fleet_with(SEAT.replace("0.8", "0.7"))
     assert errors == [] and changed is not None
-    replan = make_plan(changed, in_sync(fleet))
+    replan = make_plan(changed, in_sync(fleet, {"sgl": LIVE}))
     (action,) = [a for a in replan.actions if a.target == "sgl"]
     assert [(c.field, c.old, c.new) for c in action.changes] == [
         ("gpu_memory_utilization", 0.8, 0.7)
