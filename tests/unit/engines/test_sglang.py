@@ -243,12 +243,12 @@ def test_an_in_sync_sglang_seat_plans_nothing_and_a_changed_fraction_replaces_it
 ) -> None:
     monkeypatch.setitem(LIVE_ARGV, "sgl", tuple(LIVE))  # the in-sync fleet runs it as written
     fleet, _ = seat()
-    plan = make_plan(fleet, in_sync(fleet))
+    plan = make_plan(fleet, in_sync(fleet, {"sgl": LIVE}))
     assert [a for a in plan.actions if a.target == "sgl"] == []
     assert any(n.target == "sgl" and n.reason.startswith("in sync") for n in plan.noops)
     changed, errors = fleet_with(SEAT.replace("0.8", "0.7"))
     assert errors == [] and changed is not None
-    replan = make_plan(changed, in_sync(fleet))
+    replan = make_plan(changed, in_sync(fleet, {"sgl": LIVE}))
     (action,) = [a for a in replan.actions if a.target == "sgl"]
     assert [(c.field, c.old, c.new) for c in action.changes] == [
         ("gpu_memory_utilization", 0.8, 0.7)
