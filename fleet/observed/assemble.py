@@ -17,7 +17,7 @@ from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
 from fleet.facts.gguf import parse_gguf_base64
-from fleet.facts.journal import last_applied, unfinished
+from fleet.facts.journal import last_applied, last_gateway_restart, unfinished
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.meminfo import parse_meminfo
 from fleet.facts.model_config import parse_model_config
@@ -70,6 +70,7 @@ def assemble_host(name: str, output: str) -> ObservedHost:
         interrupted=tuple(_step(step) for step in steps),
         applied_commit=applied[0] if applied else None,
         applied_at=applied[1] if applied else None,
+        gateway_restart_seconds=last_gateway_restart(sections[Section.JOURNAL].get("")),
         gpus=gpus,
         gpu_error=gpu_error,
         docker_error=docker_error,
