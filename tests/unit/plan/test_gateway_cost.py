@@ -3,6 +3,8 @@ length of the last in-place restart (from the gateway host's apply journal) with
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from fleet.facts.journal import last_gateway_restart
@@ -22,8 +24,9 @@ IN_PLACE = "gateway: restart in place, every alias unavailable"
 
 def no_front() -> DesiredFleet:
     text = (DESIRED / "gateway.yaml").read_text()
-    start, end = text.index("\nfront:") + 1, text.index("\nrestart:") + 1
-    return example({"gateway.yaml": (text[start:end], "")})
+    block = re.search(r"^front:.*\n(?:[ #].*\n)*", text, re.MULTILINE)
+    assert block is not None
+    return example({"gateway.yaml": (block.group(0), "")})
 
 
 def restart_reasons(fleet: DesiredFleet, seconds: float | None) -> tuple[str, ...]:

@@ -9,6 +9,7 @@ What a user checks: which proxy the front routes to, that it never routed to not
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -39,8 +40,9 @@ def fleets(edits: dict[str, tuple[str, str]] | None = None) -> tuple[DesiredFlee
 def without_front() -> dict[str, tuple[str, str]]:
     """desired/gateway.yaml with its front block dropped (the restart stays)."""
     text = (DESIRED / "gateway.yaml").read_text()
-    start, end = text.index("\nfront:") + 1, text.index("\nrestart:") + 1
-    return {"gateway.yaml": (text[start:end], "")}
+    block = re.search(r"^front:.*\n(?:[ #].*\n)*", text, re.MULTILINE)
+    assert block is not None
+    return {"gateway.yaml": (block.group(0), "")}
 
 
 def gateway_host(
