@@ -13,6 +13,7 @@ from collections import defaultdict
 from typing import Any
 
 from fleet.engines import read_process
+from fleet.engines.report import EngineReport
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
@@ -24,7 +25,6 @@ from fleet.facts.model_config import parse_model_config
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nvidia_smi_table
 from fleet.facts.provenance import parse_provenance
 from fleet.facts.script import Section, split_sections
-from fleet.facts.vllm_log import EngineReport
 from fleet.names import MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.secrets import mask_argv

@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError, FleetError, PlanError
-from fleet.facts.argv import parse_engine_argv
 from fleet.gateways import kind_of
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan

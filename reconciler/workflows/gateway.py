@@ -16,6 +16,7 @@ import re
 import shlex
 from collections.abc import Collection
 
+from fleet.engines import engine_for
 from fleet.errors import FleetError, GatewayError
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.clock import SYSTEM_CLOCK, Clock
@@ -45,7 +46,7 @@ def master_key(gateway: Gateway) -> str | None:
 def chats(desired: DesiredFleet, alias: str) -> bool:
     """Whether an alias's seat answers chat completions (pooling seats do not)."""
     seat = next((s for s in desired.seats.values() if alias in s.aliases), None)
-    return seat is not None and "pooling" not in seat.extra_args
+    return seat is not None and engine_for(seat.engine).serves_chat(seat)
 
 
 def switch_config(
