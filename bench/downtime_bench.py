@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fleet.render.yamltext import dump_yaml, make_yaml
+from fleet.yamltext import dump_yaml, make_yaml
 from tests.integration.helpers import FleetRepo, apply, drop_front, make_repo
 from tests.lab.lab import Lab
 from tests.lab.load import ClientLoad, LoadReport

@@ -10,7 +10,6 @@ are gone; its waits go through a `reconciler.clock.Clock`.
 
 from __future__ import annotations
 
-import re
 from typing import Protocol
 
 from fleet.engines import running_requests
@@ -19,6 +18,7 @@ from fleet.spec.models import Host
 from reconciler.adapters.http import request_via
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession
+from reconciler.runtimes import adapter_for
 from reconciler.workflows.seats import seat_address
 
 POLL_SECONDS = 1.0
@@ -40,7 +40,7 @@ def drain(
     clock: Clock = SYSTEM_CLOCK,
 ) -> bool:
     """True once the seat runs no request; False when the time bound passed first."""
-    port = port or _port_of(conn, seat)
+    port = port or adapter_for(host).port_of(conn, host, seat)
     if port is None:
         return True
     started = clock.monotonic()
@@ -64,10 +64,3 @@ def _reason(seat: str, running: float | None, status: int, timeout: float) -> st
         return f"{seat} still runs {running:.0f} request(s)"
     what = "no running-requests gauge" if status == 200 else f"HTTP {status}"
     return f"{seat}: /metrics answers {what}, so drain waits out its bound ({timeout:g} s)"
-
-
-def _port_of(conn: HostSession, seat: str) -> int | None:
-    """The published port of the seat's container, from docker."""
-    result = conn.run("docker ps --filter label=fleet.seat=" + seat + " --format '{{.Ports}}'")
-    match = re.search(r":(\d+)->", result.stdout)
-    return int(match.group(1)) if match else None

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 from collections.abc import Collection
 
 from fleet.engines import engine_for
@@ -21,6 +20,7 @@ from fleet.errors import FleetError, GatewayError
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
+from reconciler.runtimes.compose import restart_command
 from reconciler.workflows import bluegreen, locks
 from reconciler.workflows.proxy import upload_config, url_endpoint, verify_aliases
 from reconciler.workflows.seat_wave import Reporter
@@ -122,7 +122,7 @@ def restart(conn: HostSession, gateway: Gateway) -> None:
     if gateway.restart is None:
         raise GatewayError("gateway.yaml says no restart: for a gateway without a front")
     if gateway.restart.container:
-        command = f"docker restart {shlex.quote(gateway.restart.container)}"
+        command = restart_command(gateway.restart.container)
     else:
         command = str(gateway.restart.command)
     result = conn.run(command, timeout=300)

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 
 from fleet.errors import HostError, HostUnreachable
-from fleet.render.yamltext import load_yaml
+from fleet.yamltext import load_yaml
 from reconciler.host import CommandResult, checked
 from tests.fakes.containers import FakeContainer, fact_output
 from tests.fakes.engines import engine_log, idle_metrics, served_name

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from fleet.observed.gateway_config import parse_gateway_config
-from fleet.render.yamltext import dump_yaml, make_yaml
+from fleet.yamltext import dump_yaml, make_yaml
 from tests.integration.helpers import FleetRepo, apply, chat, make_repo
 from tests.lab.lab import Lab
 from tests.lab.load import ClientLoad, LoadReport

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.render.compose import render_compose
+from fleet.runtimes.compose import render_compose
 from reconciler.workflows.drain import drain, running_requests
 from tests.fakes.clock import FakeClock
 from tests.fakes.host import FakeHost, Reply
