@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on the bundled example fleet, in the lab: simulated GPU hosts on loopback
-# with real sshd, Docker engines, compose and a LiteLLM proxy. It copies desired/ into a
+# with real sshd, Docker engines, compose and a LiteLLM proxy behind an nginx front (apply
+# changes the proxy blue/green behind it: watch its gateway steps). It copies desired/ into a
 # scratch fleet repository (.lab/demo, its own Git repo, so apply's inventory commit lands
 # there and not in this checkout) with the example's host addresses replaced by the lab's
 # (each lab has its own slot of addresses, so it runs beside other labs on the machine),

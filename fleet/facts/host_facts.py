@@ -16,7 +16,7 @@ from pydantic import Field
 
 from fleet.base import CoreModel
 from fleet.facts.gguf import GgufFacts, parse_gguf_base64
-from fleet.facts.journal import last_applied, unfinished
+from fleet.facts.journal import last_applied, last_gateway_restart, unfinished
 from fleet.facts.meminfo import MemoryFacts, parse_meminfo
 from fleet.facts.model_config import ModelFacts, parse_model_config
 from fleet.facts.provenance import parse_provenance
@@ -50,10 +50,12 @@ class ModelFiles(CoreModel):
 
 
 class JournalFacts(CoreModel):
-    """The steps of an apply that never finished, and the last one that did."""
+    """The steps of an apply that never finished, the last one that did, and how long the
+    last in-place gateway restart took."""
 
     unfinished: tuple[dict[str, str], ...] = ()
     applied: tuple[str, str] | None = None
+    gateway_restart_seconds: float | None = None
 
 
 def _words(paths: list[str]) -> str:
@@ -150,7 +152,11 @@ LOCK: Fact[str | None] = Fact(
 
 def _read_journal(parts: Parts) -> JournalFacts:
     text = body(parts, "journal")
-    return JournalFacts(unfinished=tuple(unfinished(text)), applied=last_applied(text))
+    return JournalFacts(
+        unfinished=tuple(unfinished(text)),
+        applied=last_applied(text),
+        gateway_restart_seconds=last_gateway_restart(text),
+    )
 
 
 JOURNAL: Fact[JournalFacts] = Fact(

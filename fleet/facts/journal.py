@@ -1,8 +1,9 @@
 """Read an apply journal: the JSON-lines file of steps an apply completed on a host.
 
 Written by `reconciler.workflows.locks.record`; read here (pure) so that `fleet plan` and the
-inventory can say that an apply was interrupted and which of its steps were done, and
-which desired/ commit the last finished apply made live.
+inventory can say that an apply was interrupted and which of its steps were done, which
+desired/ commit the last finished apply made live, and how long the gateway's last
+in-place restart took (plan says what the next one will cost).
 """
 
 from __future__ import annotations
@@ -41,3 +42,14 @@ def unfinished(journal_text: str | None) -> list[dict[str, str]]:
     if steps and steps[-1].get("step") not in ("finished", "rolled-back"):
         return steps
     return []
+
+
+def last_gateway_restart(journal_text: str | None) -> float | None:
+    """Seconds the last in-place gateway restart took (its `gateway` step), if recorded."""
+    for entry in reversed(_entries(journal_text)):
+        if entry.get("step") == "gateway" and entry.get("how") == "in-place":
+            try:
+                return float(entry.get("seconds", ""))
+            except ValueError:
+                return None
+    return None

@@ -30,6 +30,7 @@ class GatewayEntry(CoreModel):
     api_base: str | None = None
     entry_id: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
+    info: dict[str, Any] = Field(default_factory=dict)  # model_info but its id
     line: int | None = None
 
     @property
@@ -132,6 +133,7 @@ def _entry(item: dict[str, Any], line: int) -> GatewayEntry:
         api_base=_text(params.pop("api_base", None) or item.get("api_base")),
         entry_id=_text(info.get("id")) if isinstance(info, dict) else None,
         params=plain(params),
+        info=plain({k: v for k, v in info.items() if k != "id"}) if isinstance(info, dict) else {},
         line=line,
     )
 

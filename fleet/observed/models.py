@@ -144,6 +144,9 @@ class ObservedHost(CoreModel):
     memory_available_mib: int | None = Field(None, description="RAM available for new work")
     applied_commit: str | None = Field(None, description="desired/ commit of the last apply")
     applied_at: str | None = Field(None, description="when that apply finished")
+    gateway_restart_seconds: float | None = Field(
+        None, description="how long the last in-place gateway restart on this host took"
+    )
 
     _by_name: _Memo = PrivateAttr(default_factory=_Memo)
 

@@ -1,18 +1,20 @@
 """Alias actions: what the gateway config would change from, to, and why.
 
-Called by `fleet.plan`. Compares the desired entries (`fleet.render.gateway`) with the
-config observed on the gateway host; a restart action follows any change.
+Called by `fleet.plan`. Compares the desired entries (the gateway kind's, `fleet.gateways`)
+with the config observed on the gateway host; a restart action follows any change, and
+says what it costs: nothing behind a front (blue/green), every alias for the length of
+the last in-place restart otherwise.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from fleet.gateways import kind_of
 from fleet.observed.gateway_config import GatewayEntry
 from fleet.observed.models import Observation
 from fleet.plan.actions import Action, ActionKind
-from fleet.render.gateway import desired_entries, render_gateway_config
-from fleet.spec.models import DesiredFleet
+from fleet.spec.models import DesiredFleet, Gateway
 
 
 def alias_actions(
@@ -26,7 +28,8 @@ def alias_actions(
     live = observation.gateway
     if gateway is None or live is None or live.config is None or live.config_text is None:
         return []
-    wanted = desired_entries(desired, only)
+    kind = kind_of(gateway)
+    wanted = kind.desired_entries(desired, only)
     routed = live.config.by_alias()
     found: list[Action] = []
 
@@ -48,10 +51,34 @@ def alias_actions(
             add(ActionKind.REMOVE_ALIAS, alias, "retired in desired/")
         elif entry.managed:
             add(ActionKind.REMOVE_ALIAS, alias, f"seat {entry.seat} no longer routes it")
-    edited = render_gateway_config(live.config_text, desired, only)
+    edited = kind.render_config(live.config_text, desired, only)
     if found or edited != live.config_text:
-        add(ActionKind.RESTART_GATEWAY, "gateway", f"load the edited {gateway.config_path}")
+        found.append(
+            Action(
+                kind=ActionKind.RESTART_GATEWAY,
+                target="gateway",
+                host=gateway.host,
+                reasons=(f"load the edited {gateway.config_path}", _cost(gateway, observation)),
+            )
+        )
     return found
+
+
+def _cost(gateway: Gateway, observation: Observation) -> str:
+    """What loading the new config costs the clients."""
+    if gateway.front is not None:
+        return (
+            "gateway: blue/green behind the front (a second proxy with the new config, "
+            "verified, then the front switches), no alias unavailable"
+        )
+    host = observation.hosts.get(gateway.host)
+    last = host.gateway_restart_seconds if host else None
+    if last is None:
+        return "gateway: restart in place, every alias unavailable while it restarts"
+    return (
+        f"gateway: restart in place, every alias unavailable for ~{max(round(last), 1)} s "
+        f"(last restart took {last:.1f} s)"
+    )
 
 
 def _retarget_reason(entry: GatewayEntry, item: dict[str, Any], seat: str) -> str | None:
@@ -68,4 +95,7 @@ def _retarget_reason(entry: GatewayEntry, item: dict[str, Any], seat: str) -> st
         return f"{entry.model} at {entry.api_base} -> {model} at {api_base}"
     if entry.params != params:
         return f"params {entry.params} -> {params}"
+    info = {k: v for k, v in item["model_info"].items() if k != "id"}
+    if entry.info != info:
+        return f"model_info {entry.info} -> {info}"
     return None

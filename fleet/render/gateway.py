@@ -3,7 +3,9 @@
 Called by `fleet render gateway`, plan and apply. The edit is a splice of text lines, not a
 re-dump: the parsed config (`gateway_config.read_config`, one parse per text) tells where
 each `model_list` item and fallback item starts and ends, fleet replaces only its own
-items (`model_info.id: fleet:<seat>:<alias>`), adopts a hand-written item for an alias
+items (`model_info.id: fleet:<seat>:<alias>`; `model_info` also carries the seat's context
+as `max_input_tokens` and `max_tokens`, which LiteLLM does not learn from the engine and
+clients otherwise guess), adopts a hand-written item for an alias
 desired/ now declares, deletes retired aliases, and appends new items. Every other byte
 (comments, order, foreign entries, quoting) stays as it was.
 """
@@ -45,7 +47,11 @@ def desired_entries(
             entries[alias] = {
                 "model_name": alias,
                 "litellm_params": params,
-                "model_info": {"id": entry_id(seat.name, alias)},
+                "model_info": {
+                    "id": entry_id(seat.name, alias),
+                    "max_input_tokens": seat.context,
+                    "max_tokens": seat.context,
+                },
             }
     return dict(sorted(entries.items()))
 

@@ -205,14 +205,54 @@ class GatewayRestart(CoreModel):
         return self
 
 
+class GatewayFront(CoreModel):
+    """A reverse proxy (nginx) in front of the LiteLLM proxy: with one, fleet changes the
+    proxy blue/green behind it (a second proxy on the other port, then the front switches)."""
+
+    kind: Literal["nginx"] = Field("nginx", description="The front's kind (nginx).")
+    upstream_file: str = Field(
+        description="File on the gateway host that the front's upstream block includes; "
+        "fleet writes `server ADDR:PORT;` there."
+    )
+    reload: str = Field("nginx -s reload", description="Command that reloads the front.")
+    proxy_address: str | None = Field(
+        None, description="Address the proxies listen on (default: the url's host)."
+    )
+    proxy_ports: tuple[int, int] = Field(
+        description="The two ports a proxy takes in turn: the live one and the next."
+    )
+    start: str = Field(description="Command that starts a proxy on {port} (reads config_path).")
+    stop: str = Field(
+        description="Command that stops the proxy on {port}: SIGTERM, then waits for it to exit."
+    )
+    graceful_shutdown: float = Field(
+        30.0, gt=0, description="Seconds an old proxy may take to finish its requests."
+    )
+
+    @model_validator(mode="after")
+    def _two_ports_and_placeholders(self) -> GatewayFront:
+        if self.proxy_ports[0] == self.proxy_ports[1]:
+            raise ValueError("proxy_ports must be two different ports")
+        for name in ("start", "stop"):
+            if "{port}" not in getattr(self, name):
+                raise ValueError(f"{name} must contain {{port}}")
+        return self
+
+
 class Gateway(CoreModel):
     """desired/gateway.yaml: the LiteLLM proxy."""
 
+    kind: Literal["litellm"] = Field("litellm", description="The proxy's kind (LiteLLM).")
     host: str = Field(description="Host the proxy runs on.")
     config_path: str = Field(description="LiteLLM config file on that host.")
-    url: str = Field(description="Proxy URL used to verify aliases.")
+    url: str = Field(description="URL clients use (the front's, if any); fleet verifies there.")
     master_key: str | None = Field(None, description="A ${ENV_VAR} reference, never a literal.")
-    restart: GatewayRestart = Field(description="How to restart the proxy.")
+    restart: GatewayRestart | None = Field(
+        None, description="How to restart the proxy in place (a gateway without a front)."
+    )
+    front: GatewayFront | None = Field(
+        None, description="A front (nginx): the proxy is then changed blue/green behind it."
+    )
     provider_prefix: str = Field("hosted_vllm/", description="LiteLLM provider prefix.")
     alias_params: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="Extra litellm_params per alias."
@@ -221,6 +261,12 @@ class Gateway(CoreModel):
         default_factory=dict, description="Alias -> aliases tried when it fails."
     )
     retired_aliases: tuple[str, ...] = Field((), description="Aliases to remove.")
+
+    @model_validator(mode="after")
+    def _restart_or_front(self) -> Gateway:
+        if self.restart is None and self.front is None:
+            raise ValueError("give restart (in place) or front (blue/green), or both")
+        return self
 
 
 class DesiredFleet(CoreModel):

@@ -39,13 +39,14 @@ def request_via(
     path: str,
     body: Any = None,
     timeout: float = 10.0,
+    headers: dict[str, str] | None = None,
 ) -> HttpReply:
     """One request to address:port opened from the host of `conn`."""
     channel = conn.open_tcp(address, port, timeout=timeout)
     conn.journal.append(("http", f"{method} {address}:{port}{path}"))
     try:
         channel.settimeout(timeout)
-        channel.sendall(request_bytes(method, address, port, path, body))
+        channel.sendall(request_bytes(method, address, port, path, body, headers))
         raw = bytearray()
         while chunk := channel.recv(65536):
             raw.extend(chunk)
@@ -58,12 +59,20 @@ def request_via(
     return _parse_reply(bytes(raw), conn.name)
 
 
-def request_bytes(method: str, address: str, port: int, path: str, body: Any = None) -> bytes:
+def request_bytes(
+    method: str,
+    address: str,
+    port: int,
+    path: str,
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+) -> bytes:
     """One HTTP/1.1 request as sent on a channel: a JSON body, the connection then closed."""
     payload = json.dumps(body).encode() if body is not None else b""
+    extra = "".join(f"{name}: {value}\r\n" for name, value in sorted((headers or {}).items()))
     head = (
         f"{method} {path} HTTP/1.1\r\nHost: {address}:{port}\r\nConnection: close\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+        f"{extra}Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
     )
     return head.encode() + payload
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from fleet.engines import engine_for
 from fleet.errors import ApplyError, FleetError, PlanError
+from fleet.gateways import kind_of
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
-from fleet.render.gateway import render_gateway_config
-from fleet.spec.models import DesiredFleet, Gateway
+from fleet.spec.models import DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
@@ -50,11 +49,8 @@ def apply_plan(
         raise PlanError(
             "the plan has blockers: " + "; ".join(f"{b.target}: {b.message}" for b in plan.blockers)
         )
-    key = (
-        gateway_ops.master_key(desired.gateway)
-        if desired.gateway and any(a.wave is Wave.GATEWAY for a in plan.actions)
-        else None
-    )
+    if desired.gateway and any(a.wave is Wave.GATEWAY for a in plan.actions):
+        gateway_ops.master_key(desired.gateway)  # an unset key fails before anything changes
     hosts = sorted({a.host for a in plan.actions})
     taken: list[str] = []
     try:
@@ -68,7 +64,7 @@ def apply_plan(
                 summary=plan.summary(),
                 commit=plan.desired_commit or "",
             )
-        done = _run(desired, connections, plan, options, reporter, key)
+        done = _run(desired, connections, plan, options, reporter)
         for name in hosts:
             locks.record(
                 connections.get(name),
@@ -88,7 +84,6 @@ def _run(
     plan: Plan,
     options: ApplyOptions,
     reporter: Reporter,
-    key: str | None,
 ) -> list[str]:
     undo = Undo()
     done: list[str] = []
@@ -109,7 +104,6 @@ def _run(
             options,
             reporter,
             undo,
-            key,
             frozenset(plan.only_seats),
         )
         done += _apply_removals(desired, connections, plan.actions, options, reporter)
@@ -131,7 +125,6 @@ def _apply_gateway(
     options: ApplyOptions,
     reporter: Reporter,
     undo: Undo,
-    key: str | None,
     only_seats: frozenset[str],
 ) -> list[str]:
     group = [a for a in actions if a.wave is Wave.GATEWAY]
@@ -143,28 +136,21 @@ def _apply_gateway(
     if current is None:
         raise ApplyError(f"{gateway.config_path} vanished from {gateway.host}")
     reporter.step(f"{gateway.host}: edit {gateway.config_path}")
-    undo.gateway_previous = current
-    gateway_ops.upload_config(conn, gateway, render_gateway_config(current, desired, only_seats))
-    reporter.step(f"{gateway.host}: restart the gateway")
-    gateway_ops.restart(conn, gateway)
-    moved = {
-        a.target: _chats(desired, a.target)
-        for a in group
-        if a.kind in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS)
-    }
-    gateway_ops.verify_aliases(gateway, moved, key, options.gateway_timeout, reporter.waiting)
-    locks.record(conn, desired.hosts[gateway.host], "gateway", aliases=",".join(sorted(moved)))
+    moved = [a.target for a in group if a.kind in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS)]
+    undo.gateway_previous = gateway_ops.switch_config(
+        connections,
+        desired,
+        kind_of(gateway).render_config(current, desired, only_seats),
+        moved,
+        options.gateway_timeout,
+        reporter,
+        options.clock,
+    )
     return [
         f"{a.kind.value.replace('-', ' ')} {a.target}"
         for a in group
         if a.kind is not ActionKind.RESTART_GATEWAY
     ]
-
-
-def _chats(desired: DesiredFleet, alias: str) -> bool:
-    """Whether an alias's seat answers chat completions (pooling seats do not)."""
-    seat = next(s for s in desired.seats.values() if alias in s.aliases)
-    return engine_for(seat.engine).serves_chat(seat)
 
 
 def _apply_removals(
@@ -199,9 +185,10 @@ def rollback(
 ) -> list[str]:
     """Put back what `undo` recorded; what was restored (failures to restore included)."""
     restored: list[str] = []
-    gateway = desired.gateway
-    if undo.gateway_previous is not None and gateway is not None:
-        restored.append(_restore_gateway(connections, gateway, undo.gateway_previous, reporter))
+    if undo.gateway_previous is not None and desired.gateway is not None:
+        restored.append(
+            _restore_gateway(connections, desired, undo.gateway_previous, options, reporter)
+        )
     for host_name, previous in undo.composes.items():
         host, conn = desired.hosts[host_name], connections.get(host_name)
         runtime = adapter_for(host)
@@ -232,13 +219,18 @@ def rollback(
 
 
 def _restore_gateway(
-    connections: Sessions, gateway: Gateway, previous: str, reporter: Reporter
+    connections: Sessions,
+    desired: DesiredFleet,
+    previous: str,
+    options: ApplyOptions,
+    reporter: Reporter,
 ) -> str:
-    conn = connections.get(gateway.host)
-    reporter.step(f"{gateway.host}: put the previous gateway config back")
-    conn.write_file_atomic(gateway.config_path, previous)
+    """Put the previous config live again, as it went live (blue/green or in place)."""
+    reporter.step("put the previous gateway config back")
     try:
-        gateway_ops.restart(conn, gateway)
+        gateway_ops.switch_config(
+            connections, desired, previous, (), options.gateway_timeout, reporter, options.clock
+        )
     except FleetError as err:
         return f"gateway config restored, but its restart failed: {err}"
     return "gateway config"

@@ -1,24 +1,30 @@
-"""Gateway operations: upload the edited LiteLLM config, restart the proxy, verify aliases.
+"""Gateway operations: put a new config live (blue/green behind a front, else in place),
+verify aliases, and what both need (the key, the upload, readiness, an in-place restart).
 
-Used by apply and its rollback. The master key comes from the environment variable that
-desired/gateway.yaml references (`${LITELLM_MASTER_KEY}`) and never reaches any output.
+Used by apply, its rollback and seat surges: `switch_config` is the one entry point that
+changes what the gateway routes; it returns the previous config text, and calling it
+again with that text is the rollback. Every request goes through the host seam, from the
+gateway host (`reconciler.adapters.http.request_via`), and every wait polls a `Clock`.
+The master key comes from the environment variable that desired/gateway.yaml references
+(`${LITELLM_MASTER_KEY}`) and never reaches any output.
 """
 
 from __future__ import annotations
 
 import os
 import re
-import time
-from collections.abc import Callable
+from collections.abc import Collection
 
+from fleet.engines import engine_for
 from fleet.errors import FleetError, GatewayError
-from fleet.facts.openai_models import model_ids
-from fleet.spec.models import Gateway
-from reconciler.adapters.http import request_url
-from reconciler.host import HostSession
+from fleet.spec.models import DesiredFleet, Gateway
+from reconciler.clock import SYSTEM_CLOCK, Clock
+from reconciler.host import HostSession, Sessions
 from reconciler.runtimes.compose import restart_command
+from reconciler.workflows import bluegreen, locks
+from reconciler.workflows.proxy import upload_config, url_endpoint, verify_aliases
+from reconciler.workflows.seat_wave import Reporter
 
-Waiting = Callable[[str, float], None]
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
@@ -37,16 +43,84 @@ def master_key(gateway: Gateway) -> str | None:
     return value
 
 
-def upload_config(conn: HostSession, gateway: Gateway, text: str) -> None:
-    """Write the config atomically; the previous one stays as <path>.fleet-prev."""
+def chats(desired: DesiredFleet, alias: str) -> bool:
+    """Whether an alias's seat answers chat completions (pooling seats do not)."""
+    seat = next((s for s in desired.seats.values() if alias in s.aliases), None)
+    return seat is not None and engine_for(seat.engine).serves_chat(seat)
+
+
+def switch_config(
+    sessions: Sessions,
+    desired: DesiredFleet,
+    new_text: str,
+    changed_aliases: Collection[str],
+    timeout: float,
+    reporter: Reporter,
+    clock: Clock = SYSTEM_CLOCK,
+) -> str:
+    """Put `new_text` live as the gateway config and verify `changed_aliases` (each is
+    listed; those whose seat chats answer one short completion). Blue/green behind the
+    front when gateway.yaml declares one (no request lost), else upload and restart in
+    place. On failure the previous config serves again and GatewayError says why.
+    Returns the previous config text: `switch_config` with it is the rollback."""
+    gateway = desired.gateway
+    if gateway is None:
+        raise GatewayError("desired/ has no gateway.yaml")
+    conn = sessions.get(gateway.host)
     previous = conn.read_file(gateway.config_path)
-    if previous is not None:
-        conn.write_file_atomic(gateway.config_path + ".fleet-prev", previous)
-    conn.write_file_atomic(gateway.config_path, text)
+    if previous is None:
+        raise GatewayError(f"{gateway.config_path} vanished from {gateway.host}")
+    aliases = {alias: chats(desired, alias) for alias in sorted(changed_aliases)}
+    key = master_key(gateway)
+    step = bluegreen.switch if gateway.front is not None else restart_in_place
+    seconds = step(conn, gateway, previous, new_text, aliases, key, timeout, reporter, clock)
+    if gateway.host in desired.hosts:
+        locks.record(
+            conn,
+            desired.hosts[gateway.host],
+            "gateway",
+            aliases=",".join(sorted(aliases)),
+            how="blue-green" if gateway.front is not None else "in-place",
+            seconds=f"{seconds:.1f}",
+        )
+    return previous
+
+
+def restart_in_place(
+    conn: HostSession,
+    gateway: Gateway,
+    previous: str,
+    new_text: str,
+    aliases: dict[str, bool],
+    key: str | None,
+    timeout: float,
+    reporter: Reporter,
+    clock: Clock,
+) -> float:
+    """Upload, restart the proxy in place and verify through the URL: every alias is
+    down while it restarts. On failure the previous text goes back (restarted). Returns
+    the seconds from the restart until the proxy answered again."""
+    upload_config(conn, gateway, new_text)
+    reporter.step(f"{gateway.host}: restart the gateway in place")
+    began = clock.monotonic()
+    try:
+        restart(conn, gateway)
+        verify_aliases(conn, gateway, url_endpoint(gateway), aliases, key, timeout, reporter, clock)
+    except FleetError:
+        reporter.step(f"{gateway.host}: put the previous gateway config back")
+        conn.write_file_atomic(gateway.config_path, previous)
+        try:
+            restart(conn, gateway)
+        except FleetError as err:
+            reporter.step(f"{gateway.host}: the restart of the previous config failed: {err}")
+        raise
+    return clock.monotonic() - began
 
 
 def restart(conn: HostSession, gateway: Gateway) -> None:
     """Restart the proxy the way gateway.yaml says; GatewayError if it does not come up."""
+    if gateway.restart is None:
+        raise GatewayError("gateway.yaml says no restart: for a gateway without a front")
     if gateway.restart.container:
         command = restart_command(gateway.restart.container)
     else:
@@ -55,45 +129,3 @@ def restart(conn: HostSession, gateway: Gateway) -> None:
     if result.exit_status != 0:
         reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
         raise GatewayError(f"gateway restart (`{command}`) failed: {reason[-1]}")
-
-
-def verify_aliases(
-    gateway: Gateway, aliases: dict[str, bool], key: str | None, timeout: float, waiting: Waiting
-) -> None:
-    """Every alias is listed by the proxy; those that chat answer one short completion."""
-    headers = {"Authorization": f"Bearer {key}"} if key else {}
-    base = gateway.url.rstrip("/")
-    started = time.monotonic()
-    listed: set[str] = set()
-    while not set(aliases) <= listed:
-        try:
-            reply = request_url(f"{base}/v1/models", headers=headers, timeout=10)
-        except FleetError as err:  # the proxy may still be starting
-            listed, reason = set(), err.message
-        else:
-            listed = set(model_ids(reply.json()) or ()) if reply.status == 200 else set()
-            reason = f"proxy lists {len(listed & set(aliases))}/{len(aliases)} aliases"
-        if set(aliases) <= listed:
-            break
-        if time.monotonic() - started > timeout:
-            raise GatewayError(
-                f"after {timeout:.0f}s the gateway does not list "
-                f"{', '.join(sorted(set(aliases) - listed))} ({reason})"
-            )
-        waiting(reason, time.monotonic() - started)
-        time.sleep(1.0)
-    for alias, chats in sorted(aliases.items()):
-        if chats:
-            _chat(base, alias, headers)
-
-
-def _chat(base: str, alias: str, headers: dict[str, str]) -> None:
-    body = {"model": alias, "max_tokens": 4, "messages": [{"role": "user", "content": "ping"}]}
-    reply = request_url(
-        f"{base}/v1/chat/completions", method="POST", body=body, headers=headers, timeout=60
-    )
-    if reply.status != 200:
-        raise GatewayError(
-            f"alias {alias}: a chat completion through the gateway answered "
-            f"HTTP {reply.status}: {reply.body[:160]}"
-        )

@@ -14,8 +14,8 @@ from urllib.parse import urlsplit
 
 from fleet.errors import FleetError
 from fleet.facts.openai_models import model_ids
+from fleet.gateways import kind_of
 from fleet.observed.assemble import assemble_host
-from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import BackendProbe, Observation, ObservedGateway, ObservedHost
 from fleet.runtimes import host_script, runtime_for
 from fleet.spec.models import DesiredFleet, Gateway
@@ -83,7 +83,7 @@ def observe_gateway(gateway: Gateway, connections: Sessions) -> ObservedGateway:
             error=f"{gateway.config_path} does not exist on {gateway.host}",
         )
     try:
-        config = parse_gateway_config(text)
+        config = kind_of(gateway).parse_config(text)
     except FleetError as err:
         return ObservedGateway(
             host=gateway.host, config_path=gateway.config_path, config_text=text, error=err.message

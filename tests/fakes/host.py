@@ -5,8 +5,9 @@ host keeps its files in a dict, journals every operation like `HostConnection.jo
 and answers exactly the commands fleet issues through a table of handlers (regex ->
 function): the apply lock, `rm -f`, the journal's append, `mkdir -p`, one compose service
 `up -d --no-deps` / `rm --stop --force`, `docker ps` for a seat's port, `docker restart`
-and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`). Any other
-command raises AssertionError naming it, so a test sees a new command at once.
+and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`), plus what
+a test registers in `commands` (by prefix; `tests.fakes.gateway` does). Any other command
+raises AssertionError naming it, so a test sees a new command at once.
 
 `open_tcp` serves HTTP: what the test registered with `serve` for (address, port, path),
 else, when a running container publishes that port, what a healthy engine of its kind
@@ -107,6 +108,7 @@ class FakeHost:
     started: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     routes: dict[tuple[str, int], dict[str, list[Reply]]] = field(default_factory=dict)
+    commands: dict[str, Callable[[str], CommandResult]] = field(default_factory=dict)
     _pids: int = 4000
 
     def run(
@@ -115,6 +117,9 @@ class FakeHost:
         self.journal.append(("exec", command))
         if failure := self._failure(command):
             return failure
+        for prefix, answer in self.commands.items():  # a test's own commands (a gateway's)
+            if command.startswith(prefix):
+                return answer(command)
         for pattern, handler in HANDLERS:
             if match := pattern.fullmatch(command):
                 words = [shlex.split(w)[0] if w else "" for w in match.groups()]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -101,6 +102,14 @@ def _prune_gateway(desired: Path) -> None:
         for alias in [a for a in gateway.get(key, {}) if a not in aliases]:
             del gateway[key][alias]
     path.write_text(dump_yaml(gateway))
+
+
+def drop_front(repo: FleetRepo) -> None:
+    """Remove the front from gateway.yaml (committed): the proxy then restarts in place."""
+    text = (repo.desired / "gateway.yaml").read_text()
+    block = re.search(r"^front:.*\n(?:[ #].*\n)*", text, re.MULTILINE)
+    assert block is not None
+    repo.edit("gateway.yaml", block.group(0), "", "gateway without a front")
 
 
 def make_repo(path: Path, lab: Lab, seats: tuple[str, ...] | None = SMALL) -> FleetRepo:

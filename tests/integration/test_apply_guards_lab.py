@@ -13,7 +13,7 @@ import git
 import pytest
 
 from fleet.observed.gateway_config import parse_gateway_config
-from tests.integration.helpers import FleetRepo, apply, argv_of, chat
+from tests.integration.helpers import FleetRepo, apply, argv_of, chat, drop_front
 
 pytestmark = pytest.mark.lab
 
@@ -35,6 +35,7 @@ def test_engine_that_fails_rolls_back(one: FleetRepo) -> None:
 
 
 def test_gateway_that_fails_to_restart_restores_its_config(one: FleetRepo) -> None:
+    drop_front(one)  # the in-place restart (a front changes the proxy blue/green)
     apply(one)
     before = one.lab.gateway_config()
     # A restart that refuses configs routing `canary`, as a broken proxy config would be.

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from . import claims, gateway, image, models, procs, sshcfg
 from .hosts import LabHost, dockerd_command, dockerd_env, prepare_host
 from .procs import LabError
-from .spec import GATEWAY_PORT, SSH_PORT
+from .spec import GATEWAY_PORT, PROXY_PORTS, SSH_PORT
 
 if TYPE_CHECKING:
     from .lab import Lab
@@ -157,8 +157,16 @@ def start_host(lab: Lab, host: LabHost) -> None:
 
 
 def start_gateway(lab: Lab, host: LabHost) -> None:
-    """The LiteLLM proxy under its supervisor, reading the host's /etc/litellm."""
+    """The LiteLLM proxy on the first proxy port under its supervisor, reading the host's
+    /etc/litellm, and the nginx front routing to it."""
     (host.root / "etc-litellm" / "config.yaml").write_text(lab.initial_gateway_config)
+    nginx_dir = host.root / "etc-nginx"
+    (nginx_dir / "nginx.conf").write_text(
+        gateway.nginx_conf(host.address, GATEWAY_PORT, host.root, host.run_dir)
+    )
+    (nginx_dir / "fleet" / "litellm-upstream.conf").write_text(
+        gateway.upstream_text(host.address, PROXY_PORTS[0])
+    )
     supervisor = [
         "/usr/bin/python3",
         "-E",
@@ -166,14 +174,17 @@ def start_gateway(lab: Lab, host: LabHost) -> None:
         str(lab.root / "runtime" / "gateway_supervisor.py"),
         "--socket",
         str(host.run_dir / "supervisor.sock"),
-        "--log",
-        str(host.root / "logs" / "litellm.log"),
-        "--pidfile",
-        str(host.run_dir / "litellm.pid"),
+        "--logs",
+        str(host.root / "logs"),
+        "--run",
+        str(host.run_dir),
+        "--ports",
+        ",".join(str(p) for p in PROXY_PORTS),
         "--",
-        *gateway.litellm_command(host.address, GATEWAY_PORT),
+        *gateway.litellm_command(host.address, PROXY_PORTS[0]),
     ]
     start_daemon(lab, host, "gateway", supervisor, gateway.proxy_env(lab.master_key))
+    start_daemon(lab, host, "front", ["/usr/sbin/nginx"], {"PATH": procs_path()})
 
 
 def wait_for(what: str, check: object, timeout: float) -> None:
@@ -215,5 +226,5 @@ def bring_up(lab: Lab) -> None:
         list(pool.map(lambda h: start_host(lab, h), hosts))
         list(pool.map(lambda h: finish_host(lab, h, tar), hosts))
     if lab.gateway_host is not None and not gateway.wait_ready(lab.gateway_url):
-        log = lab.gateway_host.root / "logs" / "litellm.log"
+        log = lab.gateway_host.root / "logs" / f"litellm-{PROXY_PORTS[0]}.log"
         raise LabError(f"LiteLLM proxy did not become ready; see {log}")

