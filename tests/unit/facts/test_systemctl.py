@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from fleet.engines import llamacpp
 from fleet.facts.systemctl import exec_start_text, parse_systemctl_show
 from fleet.facts.unit_journal import parse_unit_journal
+from fleet.render.systemd_unit import exec_argv, read_spec_hash
 from tests.conftest import CORPUS
+from tests.unit.render.test_systemd_unit import seat
 
 SYSTEMD = CORPUS / "systemd"
 
@@ -158,3 +161,22 @@ def test_journal_of_another_unit_or_nothing_has_no_start() -> None:
     text = (SYSTEMD / "journal-failing-start.txt").read_text()
     assert parse_unit_journal(text, "fleet-other.service").started_at is None
     assert parse_unit_journal("-- No entries --\n", "x.service").lines == ()
+
+
+def test_a_seat_unit_recorded_running_reads_back_as_rendered() -> None:
+    unit_text = (SYSTEMD / "fleet-coder.service").read_text()
+    status = parse_systemctl_show((SYSTEMD / "show-fleet-coder-llama-server-gpu.txt").read_text())[
+        "fleet-coder.service"
+    ]
+    assert status.exec_start == exec_start_text(exec_argv(seat()))
+    assert status.environment == "CUDA_VISIBLE_DEVICES=0"
+    assert read_spec_hash(unit_text) is not None
+    run = parse_unit_journal(
+        (SYSTEMD / "journal-fleet-coder-llama-server-gpu.txt").read_text(), "fleet-coder.service"
+    )
+    report = llamacpp.read_log(run.text)
+    assert (report.kv_cache_tokens, report.max_model_len, report.max_concurrency) == (
+        16384,
+        8192,
+        2,
+    )

@@ -131,3 +131,7 @@ def test_vllm_seat_runs_vllm_serve_and_unit_names() -> None:
     )
     assert su.read_spec_hash((SYSTEMD / "rec-demo.service").read_text()) == "0123456789abcdef"
     assert su.read_spec_hash("[Unit]\nDescription=by hand\n") is None
+
+
+def test_recorded_seat_unit_is_what_render_writes() -> None:
+    assert su.render_unit(seat()) == (SYSTEMD / "fleet-coder.service").read_text()
