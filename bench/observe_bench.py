@@ -27,8 +27,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 
-from fleet.facts.script import host_script
-from fleet.render.compose import render_compose
+from fleet.runtimes import host_script
+from fleet.runtimes.compose import render_compose
 from fleet.spec.models import DesiredFleet
 from reconciler.adapters.connections import Connections
 from reconciler.workflows.desired import require_valid
@@ -131,7 +131,8 @@ def measure(
     gpu_hosts = [h for h in lab.hosts.values() if not h.spec.gateway]
     ssh = ["ssh", "-F", str(lab.ssh_config)]
     script = {
-        h.name: host_script("/models", [s.model for s in fleet.seats_on(h.name)]) for h in gpu_hosts
+        h.name: host_script(fleet.hosts[h.name], [s.model for s in fleet.seats_on(h.name)])
+        for h in gpu_hosts
     }
     trips: Counter[str] = Counter()
 

@@ -2,11 +2,12 @@
 
 Each `Fact` pairs a section of the script's output with the command that prints it and
 the pure parser that reads it (pyinfra's fact = command + parser). `host_script` builds
-the whole-host script (called by observe); `seat_script` only what the health gate needs
-about one container (its state, argv, log and the GPU processes). `split_sections` cuts
-the output into `(section, argument, body)`. Every command only reads: nvidia-smi
-queries, /proc/<pid>/cgroup and cmdline, `docker inspect`/`logs`/`image inspect`, the
-models' config.json and provenance, and the apply lock and journal.
+the whole-host script (called through `fleet.runtimes.host_script` by observe), with the
+entries the host's runtime declares about its seats; `seat_script` only what the health
+gate needs about one seat (its runtime's entries and the GPU processes). `split_sections`
+cuts the output into `(section, argument, body)`. Every command only reads: nvidia-smi
+queries, /proc/<pid>/cgroup, what the runtime reports of its seats, the models'
+config.json and provenance, and the apply lock and journal.
 """
 
 from __future__ import annotations
@@ -16,9 +17,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 
-from fleet.facts.cgroup import parse_cgroup
-from fleet.facts.compose_file import parse_compose_services
-from fleet.facts.docker_inspect import parse_docker_inspect
 from fleet.facts.gguf import parse_gguf_base64
 from fleet.facts.journal import unfinished
 from fleet.facts.meminfo import parse_meminfo
@@ -31,7 +29,7 @@ from fleet.facts.nvidia_smi import (
     parse_nvidia_smi_table,
 )
 from fleet.facts.provenance import parse_provenance
-from fleet.names import COMPOSE_NAME, PROVENANCE_SUFFIX, in_compose_dir, journal_path, lock_path
+from fleet.names import PROVENANCE_SUFFIX, journal_path, lock_path
 
 MARK = "@@FLEET "
 LOG_LINES = 20000  # the tail of a log read per container
@@ -96,29 +94,7 @@ GPU_FACTS = (
         Section.CGROUP,
         "for pid in $(printf '%s\\n' \"$apps\" | cut -d, -f1 | tr -d ' '); do\n"
         '  mark cgroup "$pid"; cat "/proc/$pid/cgroup" 2>/dev/null\ndone\n',
-        parse_cgroup,
-    ),
-)
-CONTAINER_FACTS = (
-    Fact(
-        Section.INSPECT,
-        'if [ -n "$ids" ]; then\n  mark inspect; docker inspect $ids\n',
-        parse_docker_inspect,
-    ),
-    Fact(
-        Section.IMAGES,
-        "  mark images; docker image inspect $(docker inspect -f '{{.Image}}' $ids | sort -u)\n",
-    ),
-    Fact(
-        Section.LOGS,
-        "  docker inspect -f '{{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids |\n"
-        "  while read -r id pid started; do\n"
-        '    [ "$pid" -gt 0 ] && { mark cmdline "$id";'
-        " tr '\\0' '\\n' < \"/proc/$pid/cmdline\"; }\n"
-        '    mark logs "$id"; docker logs --since "$started" "$id" 2>&1 |'
-        f" head -n {LOG_LINES}\n"
-        "  done\nfi\n",
-    ),
+    ),  # read by the host's runtime: which of its seats the process belongs to
 )
 # The lineage file beside a model directory or GGUF file: `<path>.PROVENANCE.txt`.
 PROVENANCE_COMMAND = (
@@ -152,16 +128,9 @@ _PRELUDE = "set -u\nmark() { printf '\\n" + MARK + '%s\\n\' "$*"; }\n'
 
 
 def apply_facts(compose_dir: str) -> tuple[Fact, ...]:
-    """The compose file fleet wrote, the apply lock (who holds it) and the tail of the
-    apply journal of a host."""
+    """The apply lock (who holds it) and the tail of the apply journal of a host."""
     lock, journal = shlex.quote(lock_path(compose_dir)), shlex.quote(journal_path(compose_dir))
-    compose = shlex.quote(in_compose_dir(compose_dir, COMPOSE_NAME))
     return (
-        Fact(
-            Section.COMPOSE,
-            f"[ -f {compose} ] && {{ mark compose; cat {compose}; }}\n",
-            parse_compose_services,
-        ),
         Fact(Section.LOCK, f"[ -f {lock} ] && {{ mark lock; cat {lock}; }}\n"),
         Fact(
             Section.JOURNAL,
@@ -176,18 +145,21 @@ def _commands(facts: Iterable[Fact]) -> str:
 
 
 def host_script(
-    models_root: str, model_paths: Iterable[str], compose_dir: str = "/srv/fleet"
+    models_root: str,
+    model_paths: Iterable[str],
+    compose_dir: str,
+    seat_facts: Iterable[Fact],
 ) -> str:
-    """The script for one host: GPUs, every container, its models and every model path
-    desired/ names, and the apply lock and journal in its compose directory."""
+    """The script for one host: GPUs, what its runtime reports of every seat
+    (`seat_facts`, `fleet.runtimes`), its models and every model path desired/ names, and
+    the apply lock and journal in its compose directory."""
     root = models_root.rstrip("/") or ""
     wanted = sorted({p.rstrip("/") for p in model_paths})
     outside = [p for p in wanted if p.rsplit("/", 1)[0] != root]
     return (
         _PRELUDE
         + _commands(GPU_FACTS)
-        + "ids=$(docker ps -aq --no-trunc 2>/dev/null)\nmark docker-rc $?\n"
-        + _commands(CONTAINER_FACTS)
+        + _commands(seat_facts)
         + _commands(MEMORY_FACTS)
         + _commands(MODEL_FACTS)
         + _commands(GGUF_FACTS)
@@ -200,17 +172,10 @@ def host_script(
     )
 
 
-def seat_script(label: str, value: str) -> str:
-    """Only what the health gate reads about one container (labelled `label=value`): the
-    GPU processes, its inspect, live argv and log."""
-    selector = shlex.quote(f"label={label}={value}")
-    return (
-        _PRELUDE
-        + _commands(GPU_FACTS)
-        + f"ids=$(docker ps -aq --no-trunc --filter {selector} 2>/dev/null)\nmark docker-rc $?\n"
-        + _commands(CONTAINER_FACTS)
-        + "mark end\n"
-    )
+def seat_script(seat_facts: Iterable[Fact]) -> str:
+    """Only what the health gate reads about one seat: the GPU processes and what its
+    runtime reports of the seat (`seat_facts`: its state, live argv and log)."""
+    return _PRELUDE + _commands(GPU_FACTS) + _commands(seat_facts) + "mark end\n"
 
 
 def _words(paths: list[str]) -> str:

@@ -1,10 +1,11 @@
 """Turn the fact script's output for one host into an `ObservedHost`.
 
-Pure: called by `reconciler.observe` with the text one SSH round trip printed. GPU
-processes are mapped to containers through /proc/<pid>/cgroup (nvidia-smi reports the
-engine's child process, never the container's main pid), containers become seats by their
-`fleet.seat` label, and each seat gets its GPUs and VRAM and its log facts, read by the
-engine its process runs (never guessed from the image or the program name).
+Pure: called by `reconciler.observe` with the text one SSH round trip printed and the
+host's runtime (`fleet.runtimes`), which reads its seat instances out of it. GPU processes
+are mapped to instances through /proc/<pid>/cgroup, as the runtime reads it (nvidia-smi
+reports the engine's child process, never the container's main pid), instances become
+seats by their `fleet.seat` label, and each seat gets its GPUs and VRAM and its log facts,
+read by the engine its process runs (never guessed from the image or the program name).
 """
 
 from __future__ import annotations
@@ -13,9 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from fleet.engines import read_process
-from fleet.facts.cgroup import parse_cgroup
-from fleet.facts.compose_file import parse_compose_services
-from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
+from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.gguf import parse_gguf_base64
 from fleet.facts.journal import last_applied, unfinished
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
@@ -27,13 +26,15 @@ from fleet.facts.script import Section, split_sections
 from fleet.facts.vllm_log import EngineReport
 from fleet.names import MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
-from fleet.secrets import mask_argv
+from fleet.runtimes import Runtime
+from fleet.runtimes.compose import COMPOSE
 
 Sections = dict[str, dict[str, str]]
 
 
-def assemble_host(name: str, output: str) -> ObservedHost:
-    """The observed host, from everything its fact script printed."""
+def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> ObservedHost:
+    """The observed host, from everything its fact script printed; `runtime` is the one
+    the host runs its seats under."""
     sections: Sections = defaultdict(dict)
     for kind, arg, body in split_sections(output):
         sections[kind][arg] = body
@@ -42,25 +43,12 @@ def assemble_host(name: str, output: str) -> ObservedHost:
             name=name, reachable=False, error="fact script did not finish (output cut short)"
         )
     gpus, gpu_error = _gpus(sections)
-    processes = _processes(sections, gpus)
-    docker_error = (
-        None
-        if sections[Section.DOCKER_RC].get("0") is not None
-        else "docker is not answering on this host"
-    )
-    containers = parse_docker_inspect(
-        sections[Section.INSPECT].get("", ""), sections[Section.IMAGES].get("", "")
-    )
+    processes = _processes(sections, gpus, runtime)
+    reported = runtime.read_seats(sections)
     seats = tuple(
-        _seat(
-            _live_argv(c, sections[Section.CMDLINE].get(c.id)),
-            sections[Section.LOGS].get(c.id, ""),
-            processes,
-        )
-        for c in containers
+        _with_definition(_seat(c, reported.logs.get(c.id, ""), processes), reported.definitions)
+        for c in reported.instances
     )
-    written = parse_compose_services(sections[Section.COMPOSE].get("", ""))
-    seats = tuple(_with_definition(s, written) for s in seats)
     memory = parse_meminfo(sections[Section.MEMINFO].get("", ""))
     steps = unfinished(sections[Section.JOURNAL].get(""))
     applied = last_applied(sections[Section.JOURNAL].get(""))
@@ -72,7 +60,7 @@ def assemble_host(name: str, output: str) -> ObservedHost:
         applied_at=applied[1] if applied else None,
         gpus=gpus,
         gpu_error=gpu_error,
-        docker_error=docker_error,
+        docker_error=reported.error,
         processes=processes,
         seats=seats,
         models=_models(sections),
@@ -115,7 +103,9 @@ def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
     return tuple(sorted(gpus, key=lambda g: g.index)), None
 
 
-def _processes(sections: Sections, gpus: tuple[ObservedGpu, ...]) -> tuple[GpuProcessUse, ...]:
+def _processes(
+    sections: Sections, gpus: tuple[ObservedGpu, ...], runtime: Runtime
+) -> tuple[GpuProcessUse, ...]:
     by_uuid = {g.uuid: g.index for g in gpus}
     listed = parse_compute_apps(sections[Section.APPS].get("", "")) or (
         parse_nvidia_smi_table(sections[Section.GPU_TABLE].get("", "")).processes
@@ -125,21 +115,11 @@ def _processes(sections: Sections, gpus: tuple[ObservedGpu, ...]) -> tuple[GpuPr
             pid=p.pid,
             gpu_index=by_uuid.get(p.gpu_uuid or "", p.gpu_index),
             used_mib=p.used_memory_mib or 0,
-            container_id=parse_cgroup(sections[Section.CGROUP].get(str(p.pid), "")),
+            container_id=runtime.owner(sections[Section.CGROUP].get(str(p.pid), "")),
         )
         for p in listed
     ]
     return tuple(sorted(uses, key=lambda u: (u.gpu_index or 0, u.pid)))
-
-
-def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
-    """The argv the engine process really runs with, when /proc could be read.
-
-    A wrapper entrypoint can drop flags docker was asked to pass; the process's own
-    /proc/<pid>/cmdline is the truth the health gate and the diff are about.
-    """
-    argv = mask_argv(tuple(line for line in (cmdline or "").split("\n") if line))
-    return container.model_copy(update={"argv": argv}) if argv else container
 
 
 def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:

@@ -9,10 +9,12 @@ Ignore rules (volatile facts never compared, so they never cause a change):
 - GPU placement as nvidia-smi reports it when it answered; otherwise what the container
   requested (DeviceRequests / NVIDIA_VISIBLE_DEVICES);
 - the order of served names.
-The `spec_hash` label covers everything else in the compose service (env, mounts, health
-check): when only it differs, each key that differs between the service in the host's
-compose file and the one desired/ renders is named (`env HF_HUB_OFFLINE: 0 -> 1`,
-`fleet.plan.detail`); `compose definition: <hash> -> <hash>` only when nothing names it.
+The `spec_hash` label covers everything else in the seat's definition as the host's
+runtime renders it (`fleet.runtimes`; a compose service: env, mounts, health check): when
+only it differs, each key that differs between the definition fleet wrote on the host and
+the one desired/ renders is named (`env HF_HUB_OFFLINE: 0 -> 1`, `fleet.plan.detail`);
+`compose definition: <hash> -> <hash>` (the runtime's `DEFINITION`) only when nothing
+names it.
 `extra_args` changes are shown flag by flag.
 """
 
@@ -27,7 +29,7 @@ from fleet.engines import engine_for, read_process
 from fleet.names import HASH_LABEL
 from fleet.observed.models import ObservedSeat
 from fleet.plan import detail
-from fleet.render.compose import render_service
+from fleet.runtimes import runtime_for
 from fleet.spec.models import Host, Seat
 
 SeatShape = dict[str, Any]
@@ -45,15 +47,17 @@ class FieldChange(CoreModel):
 def desired_shape(seat: Seat, host: Host) -> SeatShape:
     """The comparable shape of a seat spec: container fields plus its engine's fields."""
     engine = engine_for(seat.engine)
-    service = render_service(seat, host)
+    runtime = runtime_for(host)
+    definition = runtime.render_seat(seat, host)
     return {
         "engine": engine.NAME,
         "image": seat.image,
         "gpus": list(seat.gpus),
         **engine.desired_shape(seat),
         "compared": CONTAINER_FIELDS + engine.COMPARED,
-        "definition": service,
-        "spec_hash": service["labels"][HASH_LABEL],
+        "definition": definition,
+        "definition_kind": runtime.DEFINITION,
+        "spec_hash": runtime.spec_hash(definition),
     }
 
 
@@ -73,7 +77,8 @@ def observed_shape(seat: ObservedSeat) -> SeatShape:
 
 
 def diff_seat(desired: SeatShape, observed: SeatShape) -> list[FieldChange]:
-    """Field-by-field changes, sorted; `compose definition` when only the hash differs."""
+    """Field-by-field changes, sorted; the runtime's definition (`compose definition`)
+    when only the hash differs."""
     fields = sorted(set(desired["compared"]) | set(observed["compared"]))
     left = {k: observed.get(k) for k in fields}
     right = {k: desired.get(k) for k in fields}
@@ -100,8 +105,9 @@ def diff_seat(desired: SeatShape, observed: SeatShape) -> list[FieldChange]:
             _keyed(detail.service_changes(observed.get("definition"), desired.get("definition")))
         )
     if not changes and desired.get("spec_hash") != observed.get("spec_hash"):
-        changes["compose definition"] = FieldChange(
-            field="compose definition", old=observed.get("spec_hash"), new=desired.get("spec_hash")
+        kind = desired["definition_kind"]
+        changes[kind] = FieldChange(
+            field=kind, old=observed.get("spec_hash"), new=desired.get("spec_hash")
         )
     return [changes[k] for k in sorted(changes)]
 

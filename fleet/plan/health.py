@@ -15,9 +15,10 @@ from fleet import engines
 from fleet.base import CoreModel
 from fleet.observed.models import ObservedSeat
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
+from fleet.runtimes import runtime_for
 from fleet.spec.models import ConcurrencyBand, Host, Seat
 
-SERVICE_KEYS = ("env ", "service ")  # compose keys, not argv: the gate checks the argv
+SERVICE_KEYS = ("env ", "service ")  # definition keys, not argv: the gate checks the argv
 
 
 class HealthState(StrEnum):
@@ -68,10 +69,11 @@ def judge_seat(
         return _failed(f"engine {container.state} ({detail})")
     if container.state != "running":
         return _starting(f"container {container.state}")
+    definition = runtime_for(host).DEFINITION
     missing = [
         c.field
         for c in diff_seat(desired_shape(seat, host), observed_shape(live))
-        if c.field not in ("gpus", "compose definition") and not c.field.startswith(SERVICE_KEYS)
+        if c.field not in ("gpus", definition) and not c.field.startswith(SERVICE_KEYS)
     ]
     if missing:
         return _failed(

@@ -16,9 +16,9 @@ from typing import Any
 from fleet.errors import GatewayError
 from fleet.names import entry_id, is_managed_entry
 from fleet.observed.gateway_config import GatewayConfig, config_of, read_config
-from fleet.render.yamltext import dump_yaml
 from fleet.spec.models import DesiredFleet
 from fleet.yaml_reader import Spot, YamlDoc
+from fleet.yamltext import dump_yaml
 
 Decide = Callable[[Any], str | None]  # item -> replacement key, "" to delete, None to keep
 

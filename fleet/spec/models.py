@@ -118,14 +118,21 @@ class GpuSpec(CoreModel):
     memory: ByteSize = Field(description="Total memory, e.g. 97887MiB.")
 
 
+RuntimeName = Literal["compose"]  # the keys of fleet.runtimes.RUNTIMES
+
+
 class Host(CoreModel):
-    """desired/hosts/<name>.yaml: a machine reached over SSH, running a Docker engine."""
+    """desired/hosts/<name>.yaml: a machine reached over SSH, running its seats under a
+    runtime (docker compose by default)."""
 
     name: str = Field(description="Host name; equals the file name.")
     ssh: HostSsh = Field(description="How to reach the host.")
     address: str = Field(description="Address the gateway uses to reach this host's seats.")
     publish_address: str = Field("0.0.0.0", description="Interface seat ports bind on.")
     gpus: tuple[GpuSpec, ...] = Field((), description="The host's GPUs.")
+    runtime: RuntimeName = Field(
+        "compose", description="How the host runs its seats: compose (docker compose)."
+    )
     compose_dir: str = Field("/srv/fleet", description="Directory of compose files on the host.")
     models_root: str = Field("/models", description="Directory of model directories.")
     gpu_handover: Literal["device_requests", "runtime"] = Field(

@@ -87,8 +87,8 @@ def render(
 ) -> None:
     """Print what apply would write: a host's compose file, or the gateway config."""
     from fleet.errors import FleetError
-    from fleet.render.compose import render_compose
     from fleet.render.gateway import render_gateway_config
+    from fleet.runtimes import runtime_for
     from reconciler.adapters.connections import Connections
 
     output = output_of(ctx)
@@ -98,7 +98,7 @@ def render(
         if target not in fleet.hosts:
             known = ", ".join(sorted(fleet.hosts))
             raise FleetError(f"nothing to render for {target!r}: name a host ({known}) or gateway")
-        output.raw(render_compose(fleet, target))
+        output.raw(runtime_for(fleet.hosts[target]).render_host(fleet, target))
         return
     gateway = fleet.gateway
     if current is not None:

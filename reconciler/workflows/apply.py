@@ -14,14 +14,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from fleet.errors import ApplyError, FleetError, PlanError
-from fleet.facts.argv import parse_engine_argv
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
-from fleet.render.compose import compose_path
 from fleet.render.gateway import render_gateway_config
-from fleet.render.yamltext import load_yaml
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.host import Sessions
+from reconciler.runtimes import adapter_for, hand_made
 from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
@@ -175,10 +173,10 @@ def _apply_removals(
             reporter.step(f"{host_name}: drain seat {action.target}")
             drain(conn, host, action.target, options.drain_timeout, reporter)
             reporter.step(f"{host_name}: remove seat {action.target}")
-            seat_ops.stop_service(conn, desired, host, action.target)
-            current = conn.read_file(compose_path(host))
-            text = seat_ops.merged_compose(desired, host, current, {action.target: None})
-            seat_ops.upload_compose(conn, host, text, current)
+            runtime = adapter_for(host)
+            runtime.remove_seat(conn, desired, host, action.target)
+            current = runtime.snapshot(conn, host)
+            runtime.write_seats(conn, desired, host, current, {action.target: None})
             locks.record(conn, host, "remove-seat", target=action.target)
             done.append(f"remove seat {action.target} on {host_name}")
     return done
@@ -198,21 +196,27 @@ def rollback(
         restored.append(_restore_gateway(connections, gateway, undo.gateway_previous, reporter))
     for host_name, previous in undo.composes.items():
         host, conn = desired.hosts[host_name], connections.get(host_name)
+        runtime = adapter_for(host)
         for service in undo.created[host_name]:
             reporter.step(f"{host_name}: remove new seat {service}")
-            _try(restored, seat_ops.stop_service, conn, desired, host, service)
-        seat_ops.restore_compose(conn, host, previous)
+            _try(restored, runtime.remove_seat, conn, desired, host, service)
+        runtime.restore(conn, host, previous)
         restored.append(f"compose file on {host_name}")
         for container in undo.adopted[host_name]:
             reporter.step(f"{host_name}: start the hand-made container {container} again")
-            _try(restored, seat_ops.start_container, conn, container)
+            _try(restored, hand_made(host).start_hand_made, conn, container)
             restored.append(f"hand-made container {container} on {host_name} (started again)")
         for service in undo.replaced[host_name]:
             reporter.step(f"{host_name}: restart the previous seat {service}")
-            _try(restored, seat_ops.start_service, conn, desired, host, service)
+            _try(restored, runtime.start_seat, conn, desired, host, service)
             restored.append(
                 _await_previous(
-                    connections, desired, host_name, service, _port_in(previous, service), options
+                    connections,
+                    desired,
+                    host_name,
+                    service,
+                    runtime.port_in(previous, service),
+                    options,
                 )
             )
     return restored
@@ -237,14 +241,6 @@ def _try(notes: list[str], step: Callable[..., None], *args: object) -> None:
         step(*args)
     except FleetError as err:
         notes.append(f"rollback step failed: {err}")
-
-
-def _port_in(compose_text: str | None, service: str) -> int | None:
-    """The --port of a service in a compose file."""
-    tree = load_yaml(compose_text) if compose_text else None
-    definition = ((tree or {}).get("services") or {}).get(service) or {}
-    argv = [*(definition.get("entrypoint") or []), *(definition.get("command") or [])]
-    return parse_engine_argv([str(a) for a in argv]).port
 
 
 def _await_previous(

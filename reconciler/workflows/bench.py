@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import re
-import shlex
 import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -40,6 +39,7 @@ from fleet.spec.models import DesiredFleet, Host, Seat
 from reconciler.adapters.http import request_via
 from reconciler.adapters.stream import Stream, stream_url, stream_via
 from reconciler.host import HostSession, Sessions
+from reconciler.runtimes import adapter_for
 from reconciler.workflows.gateway import master_key
 from reconciler.workflows.seats import seat_address
 
@@ -245,10 +245,8 @@ def _depth(
         failed_status = None if stream.status == 200 else stream.status
     except FleetError as err:
         failed_status = str(err)
-    logs = conn.run(
-        f"docker logs --since {shlex.quote(started)} {shlex.quote(container)} 2>&1 | tail -n 400"
-    )
-    line = oom_line(logs.stdout.splitlines())
+    logs = adapter_for(host).read_log(conn, container, started, 400)
+    line = oom_line(logs.splitlines())
     health = _health(conn, host, seat)
     if line or failed_status or health != 200:
         detail = line or (f"HTTP {failed_status}" if failed_status else f"/health answers {health}")

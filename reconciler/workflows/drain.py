@@ -14,6 +14,7 @@ from fleet.errors import FleetError
 from fleet.spec.models import Host
 from reconciler.adapters.http import request_via
 from reconciler.host import HostSession
+from reconciler.runtimes import adapter_for
 from reconciler.workflows.seats import seat_address
 
 _RUNNING = re.compile(r"^vllm:num_requests_running(?:\{[^}]*\})?\s+([0-9.eE+-]+)", re.M)
@@ -40,7 +41,7 @@ def drain(
     port: int | None = None,
 ) -> bool:
     """True once the seat runs no request; False when the time bound passed first."""
-    port = port or _port_of(conn, seat)
+    port = port or adapter_for(host).port_of(conn, host, seat)
     if port is None:
         return True
     started = time.monotonic()
@@ -57,10 +58,3 @@ def drain(
             return False
         waiter.waiting(f"{seat} still runs {running:.0f} request(s)", waited)
         time.sleep(1.0)
-
-
-def _port_of(conn: HostSession, seat: str) -> int | None:
-    """The published port of the seat's container, from docker."""
-    result = conn.run("docker ps --filter label=fleet.seat=" + seat + " --format '{{.Ports}}'")
-    match = re.search(r":(\d+)->", result.stdout)
-    return int(match.group(1)) if match else None

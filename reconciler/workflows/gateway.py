@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import time
 from collections.abc import Callable
 
@@ -17,6 +16,7 @@ from fleet.facts.openai_models import model_ids
 from fleet.spec.models import Gateway
 from reconciler.adapters.http import request_url
 from reconciler.host import HostSession
+from reconciler.runtimes.compose import restart_command
 
 Waiting = Callable[[str, float], None]
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
@@ -48,7 +48,7 @@ def upload_config(conn: HostSession, gateway: Gateway, text: str) -> None:
 def restart(conn: HostSession, gateway: Gateway) -> None:
     """Restart the proxy the way gateway.yaml says; GatewayError if it does not come up."""
     if gateway.restart.container:
-        command = f"docker restart {shlex.quote(gateway.restart.container)}"
+        command = restart_command(gateway.restart.container)
     else:
         command = str(gateway.restart.command)
     result = conn.run(command, timeout=300)

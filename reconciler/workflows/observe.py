@@ -14,10 +14,10 @@ from urllib.parse import urlsplit
 
 from fleet.errors import FleetError
 from fleet.facts.openai_models import model_ids
-from fleet.facts.script import host_script
 from fleet.observed.assemble import assemble_host
 from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import BackendProbe, Observation, ObservedGateway, ObservedHost
+from fleet.runtimes import host_script, runtime_for
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.adapters.http import request_via
 from reconciler.host import HostSession, Sessions
@@ -60,8 +60,8 @@ def observe_host(desired: DesiredFleet, conn: HostSession, name: str) -> Observe
         for s in desired.seats_on(name)
         if s.speculative and s.speculative.draft_model
     ]
-    result = conn.run("sh -s", stdin=host_script(spec.models_root, paths, spec.compose_dir))
-    observed = assemble_host(name, result.stdout)
+    result = conn.run("sh -s", stdin=host_script(spec, paths))
+    observed = assemble_host(name, result.stdout, runtime_for(spec))
     if not spec.gpus and observed.gpu_error:
         observed = observed.model_copy(update={"gpu_error": None})
     return observed

@@ -28,6 +28,7 @@ from reconciler.adapters.git import changed_since, head_commit, sync_upstream
 from reconciler.adapters.http import request_via
 from reconciler.adapters.metrics import FleetMetrics
 from reconciler.adapters.webhook import Notifier, webhook_url
+from reconciler.runtimes import adapter_for
 from reconciler.workflows.apply import ApplyOptions, apply_plan
 from reconciler.workflows.desired import require_valid
 from reconciler.workflows.plans import build_plan, commit_inventory
@@ -222,7 +223,8 @@ class Reconciler:
                 host=host.name,
                 reason=f"requests but no token for {settings.stuck_after}s",
             )
-            sessions.get(host.name).check(f"docker restart {live.container.name}", timeout=300)
+            spec = repo.desired.hosts[host.name]
+            adapter_for(spec).restart(sessions.get(host.name), spec, live.container.name)
             self.restarted[name] = time.monotonic()
             self.samples[name] = []
             self.metrics.heals.labels(name, "stuck").inc()

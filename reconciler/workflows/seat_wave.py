@@ -19,9 +19,10 @@ from typing import Any, Protocol
 from fleet.errors import ApplyError, FleetError
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.health import HealthState
-from fleet.render.compose import compose_path
 from fleet.spec.models import DesiredFleet
 from reconciler.host import Sessions
+from reconciler.runtimes import adapter_for, hand_made
+from reconciler.runtimes.base import Snapshot
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
 
@@ -38,7 +39,7 @@ class Reporter(Protocol):
 class Undo:
     """What apply changed so far, to put back on failure (per host)."""
 
-    composes: dict[str, str | None] = field(default_factory=dict)
+    composes: dict[str, Snapshot] = field(default_factory=dict)  # each host runtime's
     created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     replaced: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     adopted: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
@@ -124,13 +125,13 @@ def _guarded(run: WaveRun, host: str, group: list[Action]) -> list[str] | FleetE
 def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
     desired, reporter = run.desired, run.reporter
     host, conn = desired.hosts[host_name], run.sessions.get(host_name)
-    current = conn.read_file(compose_path(host))
+    runtime = adapter_for(host)
+    current = runtime.snapshot(conn, host)
     services: dict[str, dict[str, Any] | None] = {
         a.target: seat_ops.rendered(desired, a.target) for a in group
     }
-    text = seat_ops.merged_compose(desired, host, current, services)
-    reporter.step(f"{host_name}: upload {compose_path(host)}")
-    seat_ops.upload_compose(conn, host, text, current)
+    reporter.step(f"{host_name}: upload {runtime.describe(host)}")
+    runtime.write_seats(conn, desired, host, current, services)
     run.undo.composes[host_name] = current
     done = []
     for action in group:
@@ -142,8 +143,8 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
         if action.adopts is not None:
             reporter.step(f"{host_name}: stop hand-made container {action.adopts}")
             run.undo.adopted[host_name].append(action.adopts)
-            seat_ops.stop_container(conn, action.adopts)
-        seat_ops.start_service(conn, desired, host, action.target)
+            hand_made(host).stop_hand_made(conn, action.adopts)
+        runtime.start_seat(conn, desired, host, action.target)
         verdict = seat_ops.wait_healthy(
             run.sessions, desired, action.target, run.seat_timeout, _waiting(run, host_name)
         )
@@ -152,7 +153,7 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
         reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
         if action.adopts is not None:
             reporter.step(f"{host_name}: remove hand-made container {action.adopts}")
-            seat_ops.remove_container(conn, action.adopts)
+            hand_made(host).remove_hand_made(conn, action.adopts)
             run.undo.adopted[host_name].remove(action.adopts)
         locks.record(conn, host, f"{verb}-seat", target=action.target)
         done.append(f"{verb} seat {action.target} on {host_name}")

@@ -1,131 +1,28 @@
-"""Seat operations on one host: upload its compose file, start one service, wait for the
-health gate, remove a service. Used by apply and its rollback.
+"""The health gate of one seat after apply started it, and where its engine answers.
 
-Only the named service is touched (`up -d --no-deps SERVICE`), so untouched seats are
-never recreated. The compose file is written atomically and the previous one is kept
-beside it as `compose.yaml.prev`.
+Observes one seat in one round trip (its runtime's facts about it and the GPU processes),
+asks its engine's /health and /v1/models from its host, and polls the gate until healthy,
+failed or out of time. What starts or removes a seat is its host's runtime adapter
+(`reconciler.runtimes`). Used by apply and its rollback.
 """
 
 from __future__ import annotations
 
-import os
-import shlex
 import time
 from collections.abc import Callable
 from typing import Any
 
-from fleet.errors import ApplyError, FleetError
+from fleet.errors import FleetError
 from fleet.facts.openai_models import model_ids
-from fleet.facts.script import seat_script
-from fleet.names import SEAT_LABEL
 from fleet.observed.assemble import assemble_host
 from fleet.observed.models import ObservedHost, ObservedSeat
 from fleet.plan.health import Endpoints, HealthState, Verdict, judge_seat
-from fleet.render.compose import HEADER, compose_path, project_name, render_service
-from fleet.render.yamltext import dump_yaml, load_yaml
-from fleet.secrets import referenced_variables
+from fleet.runtimes import runtime_for, seat_script
 from fleet.spec.models import DesiredFleet, Host
 from reconciler.adapters.http import request_via
 from reconciler.host import HostSession, Sessions
 
 Waiting = Callable[[str, float], None]  # (reason, seconds waited) -> None
-
-
-def compose(desired: DesiredFleet, host: Host, *args: str) -> str:
-    """A `docker compose` command line for the host's project."""
-    words = [
-        "docker",
-        "compose",
-        "-p",
-        project_name(desired, host.name),
-        "-f",
-        compose_path(host),
-        *args,
-    ]
-    return " ".join(shlex.quote(w) for w in words)
-
-
-def merged_compose(
-    desired: DesiredFleet,
-    host: Host,
-    previous: str | None,
-    changes: dict[str, dict[str, Any] | None],
-) -> str:
-    """The previous file with these services set (dict) or removed (None), sorted."""
-    services: dict[str, Any] = {}
-    if previous:
-        tree = load_yaml(previous) or {}
-        services = {str(k): v for k, v in (tree.get("services") or {}).items()}
-    for name, service in changes.items():
-        if service is None:
-            services.pop(name, None)
-        else:
-            services[name] = service
-    document = {
-        "name": project_name(desired, host.name),
-        "services": {k: services[k] for k in sorted(services)},
-    }
-    return dump_yaml(document, HEADER)
-
-
-def env_file(text: str) -> str:
-    """The `.env` compose reads for the file's `${VAR}` interpolations, from our environment.
-
-    Secrets reach the host only here (mode 0600), never the compose file or desired/.
-    """
-    lines = []
-    for name in referenced_variables(text):
-        value = os.environ.get(name)
-        if value is None:
-            raise ApplyError(f"environment variable {name} (used by a seat's env) is not set")
-        lines.append(f"{name}={value}")
-    return "".join(f"{line}\n" for line in lines)
-
-
-def upload_compose(conn: HostSession, host: Host, text: str, previous: str | None) -> None:
-    """Write the compose file (and its .env) atomically, keeping `previous` (the file as the
-    caller just read it) beside it as compose.yaml.prev."""
-    path = compose_path(host)
-    secrets = env_file(text)
-    conn.check(f"mkdir -p {shlex.quote(host.compose_dir)}")
-    conn.write_file_atomic(f"{host.compose_dir.rstrip('/')}/.env", secrets, mode=0o600)
-    if previous is not None:
-        conn.write_file_atomic(path + ".prev", previous)
-    conn.write_file_atomic(path, text)
-
-
-def restore_compose(conn: HostSession, host: Host, previous: str | None) -> None:
-    """Put the previous compose file back (or remove the file if there was none)."""
-    path = compose_path(host)
-    if previous is None:
-        conn.run(f"rm -f {shlex.quote(path)}")
-    else:
-        conn.write_file_atomic(path, previous)
-
-
-def start_service(conn: HostSession, desired: DesiredFleet, host: Host, service: str) -> None:
-    """Create or recreate one service, leaving every other one alone."""
-    conn.check(compose(desired, host, "up", "-d", "--no-deps", service), timeout=900)
-
-
-def stop_container(conn: HostSession, name: str) -> None:
-    """Stop a container fleet did not create (it stays, to be started again on rollback)."""
-    conn.check(f"docker stop {shlex.quote(name)}", timeout=300)
-
-
-def start_container(conn: HostSession, name: str) -> None:
-    """Start a stopped container again."""
-    conn.check(f"docker start {shlex.quote(name)}", timeout=300)
-
-
-def remove_container(conn: HostSession, name: str) -> None:
-    """Remove a stopped container, once the seat that took it over is healthy."""
-    conn.check(f"docker rm {shlex.quote(name)}", timeout=300)
-
-
-def stop_service(conn: HostSession, desired: DesiredFleet, host: Host, service: str) -> None:
-    """Stop and remove one service's container."""
-    conn.check(compose(desired, host, "rm", "--stop", "--force", service), timeout=300)
 
 
 def seat_address(host: Host) -> str:
@@ -145,10 +42,10 @@ def endpoints(conn: HostSession, host: Host, port: int) -> Endpoints:
 
 
 def observe_seat(conn: HostSession, host: Host, seat_name: str) -> ObservedHost:
-    """What the health gate reads about one seat, in one round trip: its container's
+    """What the health gate reads about one seat, in one round trip: its instance's
     state, live argv and log, and the GPU processes (not the whole host's facts)."""
-    result = conn.run("sh -s", stdin=seat_script(SEAT_LABEL, seat_name))
-    observed = assemble_host(host.name, result.stdout)
+    result = conn.run("sh -s", stdin=seat_script(host, seat_name))
+    observed = assemble_host(host.name, result.stdout, runtime_for(host))
     if not host.gpus and observed.gpu_error:
         observed = observed.model_copy(update={"gpu_error": None})
     return observed
@@ -196,6 +93,7 @@ def wait_healthy(
 
 
 def rendered(desired: DesiredFleet, seat_name: str) -> dict[str, Any]:
-    """The compose service of a desired seat."""
+    """The definition of a desired seat, as its host's runtime renders it."""
     seat = desired.seats[seat_name]
-    return render_service(seat, desired.hosts[seat.host])
+    host = desired.hosts[seat.host]
+    return runtime_for(host).render_seat(seat, host)

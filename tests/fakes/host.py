@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 
 from fleet.errors import HostError, HostUnreachable
-from fleet.render.yamltext import load_yaml
+from fleet.yamltext import load_yaml
 from reconciler.host import CommandResult, checked
 from tests.fakes.containers import FakeContainer, engine_log, fact_output
 

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import git
 
-from fleet.render.compose import render_compose
-from fleet.render.yamltext import dump_yaml, make_yaml
+from fleet.runtimes.compose import render_compose
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet
+from fleet.yamltext import dump_yaml, make_yaml
 from reconciler.adapters.http import request_url
 from tests.lab.lab import Lab
 

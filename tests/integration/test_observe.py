@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from fleet.facts.script import host_script
-from fleet.render.compose import render_compose
+from fleet.runtimes.compose import render_compose
 from reconciler.adapters.connections import Connections
 from reconciler.workflows.observe import observe_fleet
 from tests.integration.helpers import FleetRepo

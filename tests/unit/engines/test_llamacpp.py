@@ -16,7 +16,7 @@ from fleet.engines import engine_for, read_process
 from fleet.observed.assemble import assemble_host
 from fleet.plan.health import Endpoints, HealthState, judge_seat
 from fleet.plan.plan import make_plan
-from fleet.render.compose import render_service
+from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
 from fleet.spec.validate import validate_fleet

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.engines import ENGINES, engine_for, read_process
-from fleet.render.compose import render_service
+from fleet.runtimes.compose import render_service
 from tests.unit.engines.test_llamacpp import fleet_with
 
 FLEET, _ = fleet_with()

@@ -6,8 +6,10 @@ import json
 import shutil
 from pathlib import Path
 
-from fleet.facts.script import host_script, split_sections
+from fleet.facts.script import split_sections
 from fleet.observed.assemble import assemble_host
+from fleet.runtimes import host_script
+from fleet.spec.models import Host
 
 SEC_ID = "a" * 64
 OTHER_ID = "b" * 64
@@ -320,7 +322,16 @@ def test_the_fact_script_reads_a_gguf_file_and_its_lineage_beside_it(tmp_path: P
         found = shutil.which(tool)
         assert found is not None, tool
         (tools / tool).symlink_to(found)
-    script = host_script(str(models), [str(models / "m.gguf")], str(tmp_path / "srv"))
+    spec = Host.model_validate(
+        {
+            "name": "apu",
+            "ssh": {"address": "127.0.0.1"},
+            "address": "127.0.0.1",
+            "models_root": str(models),
+            "compose_dir": str(tmp_path / "srv"),
+        }
+    )
+    script = host_script(spec, [str(models / "m.gguf")])
     run = subprocess.run(
         ["sh", "-s"], input=script, capture_output=True, text=True, env={"PATH": str(tools)}
     )

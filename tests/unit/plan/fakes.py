@@ -19,8 +19,8 @@ from fleet.observed.models import (
     ObservedHost,
     ObservedSeat,
 )
-from fleet.render.compose import render_service
 from fleet.render.gateway import render_gateway_config
+from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
 
 GIB = 1024**3

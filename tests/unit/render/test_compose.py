@@ -9,7 +9,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from fleet.names import HASH_LABEL
-from fleet.render.compose import render_compose
+from fleet.runtimes.compose import render_compose
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet
 

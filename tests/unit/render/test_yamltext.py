@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet.render.gateway import desired_entries
-from fleet.render.yamltext import dump_yaml, make_yaml, plain_dump
+from fleet.yamltext import dump_yaml, make_yaml, plain_dump
 from tests.unit.render.test_compose import example
 
 TEXTS = [

@@ -72,6 +72,11 @@ CASES = [
         "desired/seats/sec.yaml:4: error: engine: expected one of 'vllm' or 'llama.cpp'",
     ),
     (
+        "unknown-runtime",
+        [("hosts/tower.yaml", "gpus:\n", "runtime: kubernetes\ngpus:\n")],
+        "desired/hosts/tower.yaml:6: error: runtime: expected one of 'compose'",
+    ),
+    (
         "name-not-file",
         [("seats/sec.yaml", "host: tower", "name: security\nhost: tower")],
         "desired/seats/sec.yaml:2: error: seat name 'security' must equal the file name 'sec'",

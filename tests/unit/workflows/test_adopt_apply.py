@@ -8,7 +8,7 @@ import pytest
 from fleet.errors import ApplyError
 from fleet.plan.actions import Action, ActionKind
 from fleet.plan.plan import Plan
-from fleet.render.compose import render_compose, render_service
+from fleet.runtimes.compose import render_compose, render_service
 from reconciler.workflows.apply import ApplyOptions, apply_plan
 from tests.fakes.containers import FakeContainer, engine_log
 from tests.fakes.host import FakeHost, FakeSessions

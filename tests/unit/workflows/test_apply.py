@@ -17,9 +17,9 @@ from fleet.errors import ApplyError
 from fleet.observed.models import Observation
 from fleet.plan.actions import ActionKind
 from fleet.plan.plan import Plan, make_plan
-from fleet.render.compose import render_compose
-from fleet.render.yamltext import load_yaml
-from reconciler.workflows import seats as seat_ops
+from fleet.runtimes.compose import render_compose
+from fleet.yamltext import load_yaml
+from reconciler.runtimes import compose as seat_ops
 from reconciler.workflows.apply import ApplyOptions, apply_plan
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.plan.fakes import in_sync, live_seat

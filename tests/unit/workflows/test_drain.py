@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.render.compose import render_compose
+from fleet.runtimes.compose import render_compose
 from reconciler.workflows.drain import drain, running_requests
 from tests.fakes.host import FakeHost, Reply
 from tests.unit.render.test_compose import example

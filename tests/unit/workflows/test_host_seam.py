@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.errors import HostError, HostUnreachable
-from fleet.render.compose import render_compose
+from fleet.runtimes.compose import render_compose
 from reconciler.adapters.http import request_via
 from reconciler.workflows.observe import observe_host
 from tests.fakes.host import FakeHost, Reply

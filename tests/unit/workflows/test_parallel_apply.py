@@ -11,7 +11,7 @@ from fleet.errors import ApplyError
 from fleet.observed.models import Observation
 from fleet.plan.actions import ActionKind
 from fleet.plan.plan import Plan, make_plan
-from fleet.render.compose import render_compose
+from fleet.runtimes.compose import render_compose
 from reconciler.workflows.apply import ApplyOptions, apply_plan
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.plan.fakes import in_sync

@@ -1,0 +1,51 @@
+"""Host runtimes: how a host runs its seats, one module each (docker compose today).
+
+A host names its runtime in desired/hosts/<host>.yaml (`runtime: compose`, the default).
+The protocol is `fleet.runtimes.base.Runtime`:
+
+- `NAME`, and `DEFINITION`: what plan calls a seat's definition (`compose definition`);
+- `host_facts(host)` / `seat_facts(seat)`: the fact-script entries (`fleet.facts.script.Fact`)
+  about the seats the host runs, and about one seat for the health gate;
+- `read_seats(sections)` -> `SeatInstances`: each seat's instance (`ContainerFact`: state,
+  pid, labels, live argv), its log since its last start, the definitions fleet wrote there,
+  or why the runtime did not answer;
+- `owner(cgroup)`: the instance a GPU process belongs to, from /proc/<pid>/cgroup;
+- `render_seat(seat, host)` (a definition carrying the spec hash), `spec_hash(definition)`
+  and `render_host(desired, host)` (what `fleet render HOST` prints).
+
+A runtime module is pure and lives here (`fleet/runtimes/<name>.py`, one line in RUNTIMES
+below and its name in `fleet.spec.models.RuntimeName`); what it does on a host (write a
+definition, start, stop, replace, remove, restart, read a log, find a port) is its adapter,
+`reconciler/runtimes/<name>.py` (`reconciler.runtimes.base.RuntimeAdapter`, one line in
+`reconciler.runtimes.ADAPTERS`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from fleet.facts import script
+from fleet.runtimes.base import Runtime, SeatInstances, Sections
+from fleet.runtimes.compose import COMPOSE
+from fleet.spec.models import Host
+
+RUNTIMES: dict[str, Runtime] = {COMPOSE.NAME: COMPOSE}
+
+__all__ = ["RUNTIMES", "Runtime", "SeatInstances", "Sections", "host_script", "runtime_for"]
+
+
+def runtime_for(host: Host | str) -> Runtime:
+    """The runtime a host (or a runtime name) names; validation made sure it exists."""
+    return RUNTIMES[host if isinstance(host, str) else host.runtime]
+
+
+def host_script(host: Host, model_paths: Iterable[str]) -> str:
+    """The fact script of a host: its GPUs, what its runtime reports of its seats, its
+    models, its apply lock and journal (one round trip)."""
+    facts = runtime_for(host).host_facts(host)
+    return script.host_script(host.models_root, model_paths, host.compose_dir, facts)
+
+
+def seat_script(host: Host, seat: str) -> str:
+    """What the health gate reads about one seat on its host (one round trip)."""
+    return script.seat_script(runtime_for(host).seat_facts(seat))

@@ -1,0 +1,81 @@
+"""The `Runtime` protocol: what fleet asks of a host about the seats it runs.
+
+A runtime is how a host runs its seats (docker compose today; systemd units next). Its
+module in `fleet/runtimes/` is pure: it declares the facts the host's fact script gathers
+about seats, reads what they printed into `SeatInstances`, maps an engine process to the
+instance it belongs to, and renders a seat's definition (with its spec hash). What runs
+on the host (upload, start, stop, replace, read a log, restart) is its adapter's, in
+`reconciler/runtimes/`. Observe, plan, the health gate and apply ask the host's runtime
+(`fleet.runtimes.runtime_for(host.runtime)`) instead of naming Docker.
+
+Called by `fleet.observed.assemble` (reading), `fleet.plan.diff` (rendering, for the spec
+hash) and the reconciler (fact scripts, adapters).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from pydantic import Field
+
+from fleet.base import CoreModel
+from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.script import Fact
+from fleet.spec.models import DesiredFleet, Host, Seat
+
+Sections = Mapping[str, Mapping[str, str]]  # section -> argument -> body of the fact script
+
+
+class SeatInstances(CoreModel):
+    """What a host's runtime reports of the seats it runs, from one fact script.
+
+    `instances` are neutral whatever the runtime: a compose runtime reports containers, a
+    systemd runtime units (state, main pid, labels from the unit's own fields), each with
+    the argv its engine process runs (read from /proc where it could be) and its log since
+    its last start.
+    """
+
+    instances: tuple[ContainerFact, ...] = ()
+    logs: dict[str, str] = Field(default_factory=dict, description="by instance id")
+    definitions: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="each seat as fleet last wrote it on the host"
+    )
+    error: str | None = Field(None, description="the runtime did not answer (why)")
+
+
+class Runtime(Protocol):
+    """One host runtime. `NAME` is what `runtime:` in desired/hosts/<host>.yaml says;
+    `DEFINITION` names a seat's definition in a plan (`compose definition: a -> b`)."""
+
+    NAME: str
+    DEFINITION: str
+
+    def host_facts(self, host: Host) -> tuple[Fact, ...]:
+        """The fact-script entries about every seat instance on the host and the
+        definitions fleet wrote there."""
+        ...
+
+    def seat_facts(self, seat: str) -> tuple[Fact, ...]:
+        """Only what the health gate reads about one seat's instance."""
+        ...
+
+    def read_seats(self, sections: Sections) -> SeatInstances:
+        """The instances, logs and definitions those entries printed."""
+        ...
+
+    def owner(self, cgroup: str) -> str | None:
+        """The instance id a process belongs to, from its /proc/<pid>/cgroup; None if none."""
+        ...
+
+    def render_seat(self, seat: Seat, host: Host) -> dict[str, Any]:
+        """A seat's definition as apply writes it, carrying its spec hash."""
+        ...
+
+    def spec_hash(self, definition: dict[str, Any]) -> str | None:
+        """The spec hash a rendered definition carries."""
+        ...
+
+    def render_host(self, desired: DesiredFleet, host_name: str) -> str:
+        """Everything the runtime writes for a host's seats (`fleet render HOST`)."""
+        ...
