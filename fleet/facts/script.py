@@ -46,6 +46,9 @@ class Section(StrEnum):
     DOCKER_RC = "docker-rc"
     INSPECT = "inspect"
     IMAGES = "images"
+    SYSTEMD_RC = "systemd-rc"  # the systemd runtime's (fleet.runtimes.systemd)
+    UNIT = "unit"
+    UNIT_FILE = "unit-file"
     CMDLINE = "cmdline"
     LOGS = "logs"
     MEMINFO = "meminfo"

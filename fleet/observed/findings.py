@@ -178,6 +178,8 @@ def _adopted(desired: DesiredFleet, host: ObservedHost, seat: ObservedSeat) -> S
 
 
 def _image_findings(desired: DesiredFleet, target: str, seat: ObservedSeat) -> Iterator[Finding]:
+    if seat.container.image.startswith("/"):
+        return  # an executable a systemd unit runs: no tag, no registry
     ref = parse_image(seat.container.image)
     floating = desired.settings.images.floating_tags
     if ref.tag is None or ref.tag in floating:

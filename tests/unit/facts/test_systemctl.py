@@ -8,9 +8,9 @@ import pytest
 from fleet.engines import llamacpp
 from fleet.facts.systemctl import exec_start_text, parse_systemctl_show
 from fleet.facts.unit_journal import parse_unit_journal
-from fleet.render.systemd_unit import exec_argv, read_spec_hash
+from fleet.runtimes.systemd_unit import exec_argv, read_spec_hash
 from tests.conftest import CORPUS
-from tests.unit.render.test_systemd_unit import seat
+from tests.unit.runtimes.test_systemd_unit import seat
 
 SYSTEMD = CORPUS / "systemd"
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from fleet.facts.unit_journal import parse_unit_journal
-from fleet.render import systemd_unit as su
+from fleet.runtimes import systemd_unit as su
 from fleet.spec.models import Seat
 from tests.conftest import CORPUS
 
@@ -23,7 +23,7 @@ def seat(**changes: Any) -> Seat:
         "host": "rtx3090",
         "gpus": (0,),
         "engine": "llama.cpp",
-        "image": "ghcr.io/ggml-org/llama.cpp:server-cuda-b6100",
+        "image": "/usr/local/bin/llama-server",
         "model": "/models/qwen3-8b-q4_k_m.gguf",
         "served_name": "qwen3-8b",
         "context": 8192,
@@ -120,7 +120,7 @@ def test_spec_hash_follows_the_seat(changes: dict[str, Any], same: bool) -> None
 def test_vllm_seat_runs_vllm_serve_and_unit_names() -> None:
     vllm = seat(
         engine="vllm",
-        image="vllm/vllm-openai:v0.18.0",
+        image="/usr/local/bin/vllm",
         model="/models/Llama-3.1-8B-Instruct",
         parallel=None,
     )
