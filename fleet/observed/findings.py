@@ -34,6 +34,7 @@ class FindingKind(StrEnum):
     HOST_LOCKED = "host-locked"
     GATEWAY_UNREADABLE = "gateway-unreadable"
     INTERRUPTED_APPLY = "interrupted-apply"
+    RESTARTED_BY_RUNTIME = "restarted-by-runtime"
 
 
 class Finding(CoreModel):
@@ -143,6 +144,14 @@ def _seat_findings(
             severity=Severity.ERROR,
             message=f"container is {container.state} (exit code {container.exit_code}"
             f", {container.restart_count} restarts)",
+        )
+    if container.runtime == "systemd" and container.restart_count > 0:
+        since = f" since {host.applied_at}" if host.applied_at else ""
+        yield Finding(
+            kind=FindingKind.RESTARTED_BY_RUNTIME,
+            target=target,
+            message=f"seat {seat.name} restarted {container.restart_count} "
+            f"time{'s' if container.restart_count > 1 else ''} by systemd{since}",
         )
     yield from _image_findings(desired, target, seat)
     if spec is not None and spec.served_name not in seat.served_names and seat.served_names:

@@ -100,6 +100,21 @@ def _words(line: str) -> list[str]:
     return [w.replace("$$", "$").replace("%%", "%") for w in split]
 
 
+HAND_EDITED = "hand-edited"
+
+
+def _as_running(definition: dict[str, Any], status: UnitStatus, text: str) -> dict[str, Any]:
+    """A unit fleet wrote, its spec hash `hand-edited` when its file was changed since
+    (its text no longer has the hash it carries, or systemd has not reloaded it): drift."""
+    labels = definition["labels"]
+    if not labels:
+        return definition
+    edited = units.written_hash(text) != labels.get(HASH_LABEL) or status.need_daemon_reload
+    if not edited:
+        return definition
+    return {**definition, "labels": {**labels, HASH_LABEL: HAND_EDITED}}
+
+
 def _state(status: UnitStatus) -> str:
     """The unit's state in the words instances use (docker's)."""
     if status.active_state == "active" or status.active_state == "deactivating":
@@ -151,7 +166,9 @@ class SystemdRuntime:
         for unit in sorted(listed):
             blocks = parse_show_blocks(listed[unit])
             status = unit_status(blocks[0] if blocks else {}, unit)
-            definition = parse_unit_definition(files.get(unit, ""))
+            definition = _as_running(
+                parse_unit_definition(files.get(unit, "")), status, files.get(unit, "")
+            )
             cmdline = dict(sections.get(Section.CMDLINE, {})).get(unit, "")
             instance = _instance(unit, status, cmdline, definition)
             instances.append(instance)

@@ -131,6 +131,16 @@ def read_spec_hash(unit_text: str) -> str | None:
     return match.group(1) if match else None
 
 
+def written_hash(unit_text: str) -> str | None:
+    """The spec hash a unit file's text really has now (None without a hash line): differs
+    from the one it carries once someone edited the file by hand."""
+    carried = read_spec_hash(unit_text)
+    if carried is None:
+        return None
+    text = unit_text.rstrip("\n") + "\n"  # as read back, the last newline may be gone
+    return spec_hash(text.removeprefix(HEADER).replace(f"{HASH_KEY}={carried}\n", "", 1))
+
+
 def render_env_file(seat: Seat, values: Mapping[str, str]) -> str | None:
     """The secrets file: each secret value with its `${VAR}` replaced from `values`
     (None when the seat has none); a variable missing from `values` is KeyError."""

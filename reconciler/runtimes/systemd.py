@@ -72,7 +72,8 @@ class SystemdAdapter:
         for name, definition in sorted(changes.items()):
             path = units.unit_path(name)
             if definition is None:
-                conn.run(f"rm -f {shlex.quote(path)} {shlex.quote(units.env_file_path(name))}")
+                gone = (path, path + ".prev", units.env_file_path(name))
+                conn.run("rm -f " + " ".join(shlex.quote(p) for p in gone))
                 continue
             seat = desired.seats[name]
             env_text = units.render_env_file(seat, secret_values(" ".join(seat.env.values())))
