@@ -17,6 +17,7 @@ import statistics
 import sys
 from pathlib import Path
 
+from fleet.engines.vllm.log import EngineReport, parse_vllm_log
 from fleet.facts.kv_estimate import (
     GIB,
     estimate_kv_bytes_per_token,
@@ -24,7 +25,6 @@ from fleet.facts.kv_estimate import (
     kv_layout,
 )
 from fleet.facts.model_config import AttentionKind, parse_model_config
-from fleet.facts.vllm_log import EngineReport, parse_vllm_log
 
 CORPUS = Path(__file__).resolve().parents[1] / "tests" / "corpus"
 TARGET = 0.10  # an estimate within 10% of the logged tokens

@@ -1,12 +1,14 @@
 """One module per engine, and the seam that picks one.
 
-Each engine module (`vllm`, `llamacpp`) owns everything fleet knows about that engine:
-the entrypoint and argv it renders from a seat, reading that argv back from a live
-process, its startup log parser, the normalized shape plan compares, the container
-health check, and the flags a given image version accepts. Render, diff, health, assemble
-and blockers call `engine_for(seat.engine)` (or `engine_of(args)` when observing a
-process) and hold no engine knowledge of their own. A third engine is one new module
-that satisfies `Engine`, added to `ENGINES`.
+Each engine module (`vllm`, `llamacpp`) owns everything fleet knows about that engine
+(`fleet.engines.base.Engine`): the entrypoint and argv it renders from a seat, reading
+that argv back from a live process (its program included), its startup log parser, the
+normalized shape plan compares, the container health check, its Prometheus names, whether
+it serves chat, its offline seat rules, what import reads off its argv, and the flags a
+given image version accepts. Render, diff, health, assemble, blockers and the workflows
+call `engine_for(seat.engine)` (or `read_process(argv)` when observing a process) and hold
+no engine knowledge of their own. A third engine is one new module that satisfies
+`Engine`, added to `ENGINES`.
 """
 
 from __future__ import annotations
@@ -14,13 +16,32 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fleet.engines import llamacpp, vllm
-from fleet.engines.base import Engine, Shape, concurrency
-from fleet.facts.argv import EngineArgs, parse_engine_argv
+from fleet.engines import metrics as _metrics
+from fleet.engines import rules as _rules
+from fleet.engines.base import Engine, MetricNames, Shape, concurrency
+from fleet.engines.report import EngineReport
+from fleet.facts.argv import EngineArgs, program_name, unwrap_shell
+from fleet.facts.engine_metrics import EngineLoad
+from fleet.spec.load import LoadedFleet
+from fleet.spec.problems import Problem
 
-__all__ = ["ENGINES", "Engine", "Shape", "concurrency", "engine_for", "engine_of", "read_process"]
+__all__ = [
+    "ENGINES",
+    "Engine",
+    "MetricNames",
+    "Shape",
+    "concurrency",
+    "engine_for",
+    "engine_load",
+    "engine_of",
+    "explain_log",
+    "parse_engine_argv",
+    "read_process",
+    "running_requests",
+    "validate_fleet",
+]
 
 ENGINES: dict[str, Engine] = {vllm.NAME: vllm, llamacpp.NAME: llamacpp}
-_BY_PROCESS = {"vllm": vllm.NAME, "llama-server": llamacpp.NAME}
 
 
 def engine_for(name: str) -> Engine:
@@ -29,12 +50,75 @@ def engine_for(name: str) -> Engine:
 
 
 def engine_of(args: EngineArgs) -> Engine | None:
-    """The engine a live process runs, from its argv; None for a process that is no engine."""
-    name = _BY_PROCESS.get(args.engine.value) if args.engine else None
-    return ENGINES[name] if name else None
+    """The engine a live process runs, from its parsed argv; None for no engine."""
+    return ENGINES.get(args.engine) if args.engine else None
+
+
+def parse_engine_argv(argv: Sequence[str]) -> EngineArgs:
+    """Read an engine's flags off its argv, with the table of the engine that starts it.
+
+    A program wrapped in a shell (`sh -c "exec ..."`) or run by the interpreter
+    (`/usr/bin/python3 /usr/local/bin/vllm serve`, as /proc shows a console script) is
+    unwrapped; a bare command (no program) is recognised by flags only one engine takes.
+    """
+    tokens = unwrap_shell([str(token) for token in argv])
+    found = _split_program(tokens)
+    if found is not None:
+        engine, program, rest = found
+        return engine.parse_args(engine.NAME, program, rest)
+    flags = {arg.split("=", 1)[0].replace("_", "-") for arg in tokens if arg.startswith("-")}
+    for engine in sorted(ENGINES.values(), key=lambda e: e.NAME):
+        if flags & engine.OWN_FLAGS:
+            return engine.parse_args(engine.NAME, [], tokens)
+    return vllm.parse_args("", [], tokens).model_copy(update={"engine": None})
+
+
+def _split_program(tokens: list[str]) -> tuple[Engine, list[str], list[str]] | None:
+    """The engine whose program starts `tokens`, that program, and the rest."""
+    if not tokens:
+        return None
+    wrapped = program_name(tokens[0]).startswith("python") and tokens[1:2] != ["-m"]
+    if wrapped and len(tokens) > 1 and not tokens[1].startswith("-"):
+        inner = _split_program(tokens[1:])
+        if inner is not None:
+            engine, program, rest = inner
+            return engine, [tokens[0], *program], rest
+    for engine in ENGINES.values():
+        length = engine.detect(tokens)
+        if length is not None:
+            return engine, tokens[:length], tokens[length:]
+    return None
 
 
 def read_process(argv: Sequence[str]) -> tuple[EngineArgs, Engine | None]:
     """A process's argv, parsed, and the engine it runs."""
     args = parse_engine_argv(argv)
     return args, engine_of(args)
+
+
+def engine_load(text: str) -> EngineLoad:
+    """Requests running and waiting and tokens generated, from any engine's /metrics."""
+    return _metrics.engine_load(text, ENGINES.values())
+
+
+def running_requests(text: str) -> float | None:
+    """The running-requests gauge of whichever engine served `text`; None when absent."""
+    return _metrics.running_requests(text, ENGINES.values())
+
+
+def explain_log(text: str) -> tuple[Engine, dict[str, object], EngineReport]:
+    """The engine whose log `text` is, what `fleet explain log` prints, and its report.
+
+    A log that no engine recognises is explained as the first engine's (all figures None).
+    """
+    for engine in ENGINES.values():
+        data = engine.explain(text)
+        if data is not None:
+            return engine, data, engine.read_log(text)
+    first = next(iter(ENGINES.values()))
+    return first, first.read_log(text).to_explain_json(), first.read_log(text)
+
+
+def validate_fleet(loaded: LoadedFleet) -> list[Problem]:
+    """Every problem in desired/: the spec's rules and each engine's own."""
+    return _rules.validate_fleet(loaded, ENGINES)

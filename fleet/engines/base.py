@@ -1,21 +1,85 @@
-"""The shape every engine module has, and what all engines share (concurrency)."""
+"""The shape every engine module has, and what all engines share (concurrency).
+
+An engine module (`fleet.engines.vllm`, `fleet.engines.llamacpp`, ...) satisfies `Engine`:
+constants that say what the engine is (its default port, its Prometheus names, which KV
+budget fields of a seat apply to it, the log lines that mean it ran out of memory) and
+functions that render and read back its argv, read its startup log, check a seat's engine
+settings offline and turn a live argv into a seat file's lines. Everything outside
+`fleet.engines` asks the module; nothing else names an engine's flags, metrics or log lines.
+"""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any, Protocol
 
+from fleet.base import CoreModel
 from fleet.facts.argv import EngineArgs
-from fleet.facts.vllm_log import EngineReport
 from fleet.spec.models import Seat
 
+if TYPE_CHECKING:
+    from fleet.engines.report import EngineReport
+    from fleet.spec.load import Sources
+    from fleet.spec.problems import Problem
+
 Shape = dict[str, Any]
+SeatLine = tuple[str, object, str]
+"""One line of an imported seat file: the key, its value, and where the value came from."""
+
+
+class MetricNames(CoreModel):
+    """The Prometheus names fleet reads off an engine's /metrics (summed over labels).
+
+    `running` and `waiting` are gauges of requests, `generated` a counter of generated
+    tokens (the first name present wins). The speculative-decoding counters, where the
+    engine has them, are accepted draft tokens, proposed draft tokens and drafts (decode
+    steps that verified a draft), as bench reads them before and after its runs.
+    """
+
+    running: tuple[str, ...]
+    waiting: tuple[str, ...] = ()
+    generated: tuple[str, ...] = ()
+    spec_accepted: str | None = None
+    spec_draft_tokens: str | None = None
+    spec_drafts: str | None = None
 
 
 class Engine(Protocol):
-    """What fleet needs from an engine module (a module satisfies it)."""
+    """What fleet needs from an engine module (a module satisfies it).
+
+    NAME is a seat's `engine:` value; LABEL the engine's name in prose. BUDGET_FIELDS are
+    the seat fields that size its KV cache (`kv_cache_bytes`, `gpu_memory_utilization`,
+    `parallel`). ESTIMATES_KV says whether plan can predict its KV tokens from config.json
+    (`fleet.facts.kv_estimate`'s layout); KV_SIZING says in a sentence how it sizes its
+    cache otherwise. RUNS_ON_CPU: whether a seat without GPUs is valid. TOKENIZE is the
+    path that counts a prompt's tokens (`{"count": N}`), None where it has none.
+    OOM_SIGNATURES are log lines of a runtime out-of-memory; OWN_FLAGS flags only this
+    engine takes (a bare command with one is this engine's); KV_FLAGS flags beside the
+    budget that change how many tokens a budget holds (a log of other values is no exact
+    prediction). `fixed_kv_tokens` is the KV tokens a seat's settings fix without a model
+    (llama.cpp: context x slots), None where the budget and the model decide.
+    `speculative_counts` turns /metrics samples (summed over labels) into the counters
+    bench takes deltas of: `accepted` draft tokens, proposed `draft_tokens`, `drafts`
+    (verify steps); empty where the engine exports none.
+    """
 
     NAME: str
+    LABEL: str
     COMPARED: tuple[str, ...]
+    DEFAULT_PORT: int
+    METRICS: MetricNames
+    BUDGET_FIELDS: tuple[str, ...]
+    ESTIMATES_KV: bool
+    KV_SIZING: str
+    RUNS_ON_CPU: bool
+    TOKENIZE: str | None
+    OOM_SIGNATURES: tuple[str, ...]
+    OWN_FLAGS: frozenset[str]
+    KV_FLAGS: tuple[str, ...]
+
+    def detect(self, tokens: list[str]) -> int | None: ...
+
+    def parse_args(self, engine: str, program: list[str], rest: list[str]) -> EngineArgs: ...
 
     def entrypoint(self, seat: Seat) -> list[str]: ...
 
@@ -23,13 +87,25 @@ class Engine(Protocol):
 
     def healthcheck(self, seat: Seat) -> list[str]: ...
 
+    def serves_chat(self, seat: Seat) -> bool: ...
+
     def desired_shape(self, seat: Seat) -> Shape: ...
 
     def observed_shape(self, args: EngineArgs) -> Shape: ...
 
     def read_log(self, text: str) -> EngineReport: ...
 
+    def explain(self, text: str) -> dict[str, object] | None: ...
+
     def unsupported_flags(self, seat: Seat, version: tuple[int, int, int]) -> list[str]: ...
+
+    def check_seat(self, seat: Seat, src: Sources) -> Iterator[Problem]: ...
+
+    def import_lines(self, args: EngineArgs) -> list[SeatLine]: ...
+
+    def fixed_kv_tokens(self, seat: Seat) -> int | None: ...
+
+    def speculative_counts(self, samples: dict[str, float], seat: Seat) -> dict[str, float]: ...
 
 
 def concurrency(kv_tokens: int | None, context: int | None) -> float | None:

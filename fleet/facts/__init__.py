@@ -4,10 +4,9 @@ A parser is a pure function `parse(text) -> Model`: no I/O, and it never raises 
 odd input (a missing fact is None, an unreadable line is skipped).
 """
 
-from fleet.facts.argv import EngineArgs, EngineName, parse_engine_argv, parse_human_int
+from fleet.facts.argv import EngineArgs, parse_human_int
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tokens
-from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
 from fleet.facts.model_config import AttentionFacts, AttentionKind, ModelFacts, parse_model_config
 from fleet.facts.nvidia_smi import (
     GpuFact,
@@ -23,20 +22,13 @@ from fleet.facts.quantization import (
     parse_hf_quant_config,
     parse_quantization_config,
 )
-from fleet.facts.vllm_log import EngineError, EngineKind, EngineReport, ErrorKind, parse_vllm_log
 
 __all__ = [
     "AttentionFacts",
     "AttentionKind",
     "EngineArgs",
-    "EngineError",
-    "EngineKind",
-    "EngineName",
-    "EngineReport",
-    "ErrorKind",
     "GpuFact",
     "GpuProcess",
-    "LlamaCppReport",
     "ModelFacts",
     "NvidiaSmiTable",
     "Provenance",
@@ -45,15 +37,12 @@ __all__ = [
     "estimate_kv_tokens",
     "parse_cgroup",
     "parse_compute_apps",
-    "parse_engine_argv",
     "parse_gpu_query",
     "parse_hf_quant_config",
     "parse_human_int",
-    "parse_llamacpp_log",
     "parse_model_config",
     "parse_nvidia_smi_table",
     "parse_provenance",
     "parse_quantization_config",
-    "parse_vllm_log",
     "provenance_path",
 ]

@@ -14,6 +14,7 @@ from collections import defaultdict
 from typing import Any
 
 from fleet.engines import read_process
+from fleet.engines.report import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.gguf import parse_gguf_base64
 from fleet.facts.journal import last_applied, unfinished
@@ -23,7 +24,6 @@ from fleet.facts.model_config import parse_model_config
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nvidia_smi_table
 from fleet.facts.provenance import parse_provenance
 from fleet.facts.script import Section, split_sections
-from fleet.facts.vllm_log import EngineReport
 from fleet.names import MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.runtimes import Runtime

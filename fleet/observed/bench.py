@@ -16,16 +16,10 @@ from typing import Literal
 from pydantic import Field, ValidationError
 
 from fleet.base import CoreModel
+from fleet.engines import ENGINES
 
 HARNESS_VERSION = "fleet-bench/1"
 WARNING_BELOW, CRITICAL_BELOW = 0.30, 0.50
-OOM_SIGNATURES = (
-    "torch.OutOfMemoryError",
-    "CUDA out of memory",
-    "CUBLAS_STATUS_ALLOC_FAILED",
-    "an illegal memory access was encountered",
-    "EngineDeadError",
-)
 Regression = Literal["warning", "critical"]
 
 
@@ -112,9 +106,18 @@ def speculative(accepted: float, draft_tokens: float, drafts: float) -> Speculat
     )
 
 
-def oom_line(lines: list[str]) -> str | None:
-    """The first log line with an out-of-memory (or dead engine) signature."""
-    return next((ln.strip() for ln in lines if any(s in ln for s in OOM_SIGNATURES)), None)
+def oom_line(lines: list[str], signatures: tuple[str, ...] | None = None) -> str | None:
+    """The first log line with an out-of-memory (or dead engine) signature.
+
+    `signatures` are the seat's engine's (`Engine.OOM_SIGNATURES`); by default every
+    engine's.
+    """
+    wanted = signatures if signatures is not None else _all_signatures()
+    return next((ln.strip() for ln in lines if any(s in ln for s in wanted)), None)
+
+
+def _all_signatures() -> tuple[str, ...]:
+    return tuple(s for engine in ENGINES.values() for s in engine.OOM_SIGNATURES)
 
 
 def baseline_of(record: BenchRecord, seat: str, spec_hash: str | None) -> BenchResult | None:

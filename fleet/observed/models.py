@@ -14,9 +14,9 @@ from pydantic import Field, PrivateAttr
 
 from fleet.base import CoreModel
 from fleet.engines import concurrency
+from fleet.engines.report import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.model_config import ModelFacts
-from fleet.facts.vllm_log import EngineReport
 from fleet.names import COMPOSE_SERVICE_LABEL, hand_seat_name
 from fleet.observed.gateway_config import GatewayConfig
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from fleet.engines import engine_for, vllm
+from fleet.engines import engine_for
 from fleet.facts.kv_estimate import GIB
 from fleet.observed.models import Observation, ObservedGpu, ObservedHost
 from fleet.plan import fit, gpu_share, predict
@@ -64,7 +64,7 @@ def _seat_blockers(
         )
     yield from _flag_blockers(seat)
     yield from _memory_blockers(desired, host, seat, ledgers)
-    if seat.engine == vllm.NAME:
+    if engine_for(seat.engine).ESTIMATES_KV:
         yield from _prediction_blockers(desired, observation, host, seat)
 
 

@@ -11,15 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fleet.engines import vllm
+from fleet.engines import ENGINES, engine_for
+from fleet.engines.report import EngineReport
 from fleet.facts.kv_estimate import GIB, flag_value, kv_dtype, pipeline_parallel
-from fleet.facts.vllm_log import EngineReport
 from fleet.observed.models import ObservedHost, ObservedSeat
 from fleet.spec.models import Seat
-
-# Engine flags that change what a KV budget holds: a log of other values is not exact.
-MEMORY_FLAGS: tuple[str, ...] = ("--block-size", "--max-num-batched-tokens", "--max-num-seqs")
-MEMORY_FLAGS += ("--enforce-eager", "--cpu-offload-gb", "--swap-space")
 
 
 def exact_log(host: ObservedHost, seat: Seat, total: int | None) -> EngineReport | None:
@@ -33,7 +29,7 @@ def exact_log(host: ObservedHost, seat: Seat, total: int | None) -> EngineReport
         budget = seat.kv_cache_bytes
         if budget is not None and abs(log.kv_cache_gib - budget / GIB) > 0.006:
             continue
-        if live.engine_name == vllm.NAME and live_kv_config(host, live) == wanted:
+        if live.engine_name == seat.engine and live_kv_config(host, live) == wanted:
             return log
     return None
 
@@ -45,8 +41,11 @@ def kv_config(seat: Seat, total_mib: int | None) -> tuple[object, ...]:
         if seat.kv_cache_bytes is not None
         else ("fraction", seat.gpu_memory_utilization, total_mib)
     )
-    speculative = vllm.desired_shape(seat)["speculative"]
-    return _config(seat.model, len(seat.gpus), seat.extra_args, speculative, budget)
+    engine = engine_for(seat.engine)
+    speculative = engine.desired_shape(seat)["speculative"]
+    return _config(
+        seat.model, len(seat.gpus), seat.extra_args, speculative, budget, engine.KV_FLAGS
+    )
 
 
 def live_kv_config(host: ObservedHost, live: ObservedSeat) -> tuple[object, ...]:
@@ -61,7 +60,9 @@ def live_kv_config(host: ObservedHost, live: ObservedSeat) -> tuple[object, ...]
     keys = ("method", "num_speculative_tokens", "model")
     spec = {k: v for k, v in (live.speculative or {}).items() if k in keys}
     dtype = (engine.kv_cache_dtype if engine else None) or kv_dtype(live.extra_args)
-    return _config(live.model or "", tp, live.extra_args, spec or None, budget, dtype)
+    running = ENGINES.get(live.engine_name or "")
+    flags = running.KV_FLAGS if running else ()
+    return _config(live.model or "", tp, live.extra_args, spec or None, budget, flags, dtype)
 
 
 def _config(
@@ -70,8 +71,10 @@ def _config(
     args: Sequence[str],
     spec: object,
     budget: tuple[object, ...],
+    kv_flags: tuple[str, ...],
     dtype: str | None = None,
 ) -> tuple[object, ...]:
-    flags = tuple((f, flag_value(args, f)) for f in MEMORY_FLAGS if f in args)
+    """`kv_flags` are the engine's flags that change what a KV budget holds (`KV_FLAGS`)."""
+    flags = tuple((f, flag_value(args, f)) for f in kv_flags if f in args)
     dtype = (dtype or kv_dtype(args)).strip().lower()
     return (model.rstrip("/"), tp, pipeline_parallel(args), dtype, spec, budget, flags)

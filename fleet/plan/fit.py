@@ -14,7 +14,7 @@ import math
 import re
 
 from fleet.base import CoreModel
-from fleet.engines import vllm
+from fleet.engines import engine_for
 from fleet.errors import PlanError
 from fleet.facts.kv_estimate import GIB, KvLayout, uniform_layout
 from fleet.observed.models import Observation
@@ -34,14 +34,15 @@ _BUDGET_LINE = re.compile(
 def predict_seat(desired: DesiredFleet, observation: Observation, seat: Seat) -> Prediction:
     """The prediction plan shows beside the seat's action."""
     band = seat.band(desired.settings.concurrency_band)
-    if seat.engine != vllm.NAME:
-        slots = seat.parallel or 1
+    engine = engine_for(seat.engine)
+    if not engine.ESTIMATES_KV:
+        tokens = engine.fixed_kv_tokens(seat)
         return Prediction(
-            kv_tokens=seat.context * slots,
-            concurrency=float(slots),
+            kv_tokens=tokens,
+            concurrency=tokens / seat.context if tokens else None,
             source=PredictionSource.ESTIMATE,
             band=band,
-            unknown=("llama.cpp sizes its KV cache by context x parallel slots",),
+            unknown=(engine.KV_SIZING,),
         )
     base = predict.basis(desired, observation, seat)
     tokens = predict.kv_tokens(base, seat)
@@ -165,8 +166,9 @@ def fit_seat(
     """The budget that gives `concurrency` (default: the band's middle), or the largest in
     the band that fits beside the GPUs' other seats, and what each GPU has left."""
     seat = desired.seats[name]
-    if seat.engine != vllm.NAME:
-        raise PlanError(f"{name} is a llama.cpp seat: its KV cache is context x parallel slots")
+    engine = engine_for(seat.engine)
+    if not engine.ESTIMATES_KV:
+        raise PlanError(f"{name} is a {engine.NAME} seat: {engine.KV_SIZING}")
     band = seat.band(desired.settings.concurrency_band)
     base = predict.basis(desired, observation, seat)
     budgets = band_budgets(base, seat, band, concurrency)

@@ -23,6 +23,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from fleet.base import CoreModel
+from fleet.engines.report import EngineReport
 from fleet.facts.kv_estimate import (
     GIB,
     KvLayout,
@@ -34,7 +35,6 @@ from fleet.facts.kv_estimate import (
     uniform_layout,
 )
 from fleet.facts.model_config import ModelFacts
-from fleet.facts.vllm_log import EngineReport
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
 from fleet.plan.exact_log import exact_log
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat

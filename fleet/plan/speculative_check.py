@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fleet.engines.vllm.speculative import MTP_METHODS
 from fleet.observed.models import ObservedHost
 from fleet.plan import predict
 from fleet.plan.actions import Blocker
 from fleet.spec.models import Seat
-from fleet.spec.speculative import MTP_METHODS
 
 
 def _names(words: str) -> frozenset[str]:

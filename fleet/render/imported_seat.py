@@ -11,12 +11,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field, replace
 
-from fleet.engines import read_process
+from fleet.engines import ENGINES, Engine, read_process
 from fleet.facts.argv import EngineArgs
 from fleet.observed.models import ObservedHost, ObservedSeat
 from fleet.secrets import INTERPOLATION
-
-DEFAULT_PORT = {"vllm": 8000, "llama.cpp": 8080}
 
 
 @dataclass(frozen=True)
@@ -53,17 +51,17 @@ def seat_name(live: ObservedSeat, host: str, taken: set[str]) -> str:
 
 def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSeat:
     """The seat file for one engine container on `host`."""
-    args, engine = read_process(live.container.argv)
-    kind = engine.NAME if engine else "vllm"
+    args, found = read_process(live.container.argv)
+    engine: Engine = found or next(iter(ENGINES.values()))  # observation found an engine
+    kind = engine.NAME
     lines: list[tuple[str, object, str]] = [("host", host.name, "observed on this host")]
     lines.append(_gpus(live))
     lines.append(("engine", kind, f"the process runs {' '.join(args.program) or kind}"))
     lines.append(("image", _image(live), "docker inspect: the image and its registry digest"))
-    lines += _model_lines(live, args, kind)
-    lines += _budget_lines(live, args, kind)
-    lines += _speculative_lines(args, kind)
-    port = args.port or DEFAULT_PORT[kind]
-    lines.append(("port", port, "--port" if args.port else f"{kind}'s default port"))
+    lines += _model_lines(live, args)
+    lines += engine.import_lines(args)
+    port = args.port or engine.DEFAULT_PORT
+    lines.append(("port", port, "the live argv" if args.port else f"{kind}'s default port"))
     if args.extra:
         lines.append(("extra_args", list(args.extra), "the other flags of the live argv"))
     env = dict(live.container.env)
@@ -90,52 +88,21 @@ def _image(live: ObservedSeat) -> str:
     return f"{image}@{digest}" if digest else image
 
 
-def _model_lines(live: ObservedSeat, args: EngineArgs, kind: str) -> list[tuple[str, object, str]]:
+def _model_lines(live: ObservedSeat, args: EngineArgs) -> list[tuple[str, object, str]]:
     model = args.model or (live.engine.model if live.engine else None) or ""
     names = args.served_model_names or ((model,) if model else ())
     context = live.max_model_len or (live.engine.max_model_len if live.engine else None)
     source = "the live argv" if live.max_model_len else "the engine's startup log"
     found: list[tuple[str, object, str]] = [("model", model, "the live argv")]
-    found.append(("served_name", names[0] if names else model, "--served-model-name / --alias"))
+    found.append(("served_name", names[0] if names else model, "the live argv's served name"))
     found.append(("context", context or 0, f"{source} (max model len per request)"))
-    if kind == "llama.cpp":
-        found.append(("parallel", args.parallel_slots or 1, "--parallel"))
     return found
-
-
-def _budget_lines(live: ObservedSeat, args: EngineArgs, kind: str) -> list[tuple[str, object, str]]:
-    if kind != "vllm":
-        return []
-    if args.kv_cache_memory_bytes is not None:
-        return [("kv_cache_bytes", args.kv_cache_memory_bytes, "--kv-cache-memory-bytes")]
-    if args.gpu_memory_utilization is not None:
-        return [("gpu_memory_utilization", args.gpu_memory_utilization, "--gpu-memory-utilization")]
-    return [("gpu_memory_utilization", 0.9, "not set: vLLM's default fraction")]
-
-
-def _speculative_lines(args: EngineArgs, kind: str) -> list[tuple[str, object, str]]:
-    config = args.speculative_config
-    if kind == "llama.cpp" and args.draft_model:
-        drafted: dict[str, object] = {"method": "draft_model", "num_tokens": args.draft_max or 16}
-        drafted["draft_model"] = args.draft_model
-        return [("speculative", drafted, "--model-draft / --draft-max")]
-    if not config or not config.get("method"):
-        return []
-    spec: dict[str, object] = {
-        "method": config["method"],
-        "num_tokens": config.get("num_speculative_tokens", 1),
-    }
-    if config.get("model"):
-        spec["draft_model"] = config["model"]
-    return [("speculative", spec, "--speculative-config")]
 
 
 def _notes(live: ObservedSeat, args: EngineArgs) -> list[str]:
     notes = []
     if args.tensor_parallel_size and live.gpus and args.tensor_parallel_size != len(live.gpus):
-        notes.append(
-            f"--tensor-parallel-size {args.tensor_parallel_size} on {len(live.gpus)} GPU(s)"
-        )
+        notes.append(f"tensor parallel {args.tensor_parallel_size} on {len(live.gpus)} GPU(s)")
     if not live.max_model_len and not (live.engine and live.engine.max_model_len):
         notes.append("no context length in the argv or the log: set `context`")
     return notes

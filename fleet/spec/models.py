@@ -145,7 +145,7 @@ class Host(CoreModel):
 
 
 class Speculative(CoreModel):
-    """Speculative decoding of a seat (vLLM `--speculative-config`)."""
+    """Speculative decoding of a seat, rendered as its engine takes it."""
 
     method: str = Field(description="vLLM method, e.g. mtp, qwen3_5_mtp, eagle3, dflash, ngram.")
     num_tokens: int = Field(description="Speculative tokens per step (k).")
@@ -160,7 +160,9 @@ class Seat(CoreModel):
     gpus: tuple[int, ...] = Field(
         description="GPU indices; >1 is tensor parallel; [] runs a llama.cpp seat on the CPU."
     )
-    engine: Literal["vllm", "llama.cpp"] = Field("vllm", description="Engine kind.")
+    engine: str = Field(
+        "vllm", description="Engine kind: one of fleet's engine modules (vllm, llama.cpp, ...)."
+    )
     image: str = Field(description="Image reference, pinned: repo:tag[@sha256:digest].")
     model: str = Field(description="Model directory on the host.")
     served_name: str = Field(description="Name the engine serves the model under.")
@@ -178,7 +180,7 @@ class Seat(CoreModel):
     parallel: int | None = Field(
         None,
         ge=1,
-        description="llama.cpp: parallel slots (--parallel), each holding `context` tokens; "
+        description="llama.cpp: parallel slots, each holding `context` tokens; "
         "the KV cache is sized context x parallel [1].",
     )
     speculative: Speculative | None = Field(None, description="Speculative decoding.")

@@ -19,11 +19,15 @@ from fleet.spec.seat_rules import check_memory, check_speculative, seat_file
 Rule = Callable[[DesiredFleet, Sources], Iterator[Problem]]
 
 
-def validate_fleet(loaded: LoadedFleet) -> list[Problem]:
-    """Every problem in desired/: load problems first, then each rule's, then secrets."""
+def validate_fleet(loaded: LoadedFleet, more: tuple[Rule, ...] = ()) -> list[Problem]:
+    """Every problem in desired/: load problems first, then each rule's, then secrets.
+
+    `more` are rules from above this layer: `fleet.engines.rules.validate_fleet` passes
+    each engine's own seat rules.
+    """
     problems = list(loaded.problems) + list(check_secrets(loaded.sources))
     if loaded.fleet is not None:
-        for rule in RULES:
+        for rule in (*RULES, *more):
             problems.extend(rule(loaded.fleet, loaded.sources))
     return sort_problems(problems)
 
@@ -51,12 +55,6 @@ def check_placement(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
                         f"GPU {index} does not exist on host "
                         f"{host.name} (GPUs: {sorted(known) or 'none'})",
                     )
-        if not seat.gpus and seat.engine != "llama.cpp":
-            yield src.problem(
-                rel,
-                ("gpus",),
-                f"a {seat.engine} seat needs at least one GPU (only llama.cpp runs on the CPU)",
-            )
         if len(set(seat.gpus)) != len(seat.gpus):
             yield src.problem(rel, ("gpus",), "a GPU is listed twice")
         other = ports.setdefault((seat.host, seat.port), seat.name)
@@ -77,11 +75,6 @@ def _check_tensor_parallel(seat: Seat, src: Sources) -> Iterator[Problem]:
             f"{seat.tensor_parallel_size} must equal the number of GPUs "
             f"({len(seat.gpus)})",
         )
-    for flag in ("--tensor-parallel-size", "-tp"):
-        if any(arg == flag or arg.startswith(flag + "=") for arg in seat.extra_args):
-            yield src.problem(
-                rel, ("extra_args",), f"{flag} is implied by gpus; remove it from extra_args"
-            )
 
 
 def check_aliases(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:

@@ -75,6 +75,7 @@ def bench(
 
 
 def _seats(desired: object, wanted: list[str] | None) -> list[str]:
+    from fleet.engines import engine_for
     from fleet.errors import FleetError
     from fleet.spec.models import DesiredFleet
 
@@ -83,7 +84,8 @@ def _seats(desired: object, wanted: list[str] | None) -> list[str]:
     if unknown:
         raise FleetError(f"no such seat in desired/: {', '.join(unknown)}")
     chosen = sorted(wanted or desired.seats)
-    return [n for n in chosen if wanted or "pooling" not in desired.seats[n].extra_args]
+    seats = desired.seats
+    return [n for n in chosen if wanted or engine_for(seats[n].engine).serves_chat(seats[n])]
 
 
 def _json(result: BenchResult) -> dict[str, object]:

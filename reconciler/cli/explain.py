@@ -18,8 +18,8 @@ from reconciler.cli.app import output_of
 from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
+    from fleet.engines.report import EngineReport
     from fleet.facts.model_config import ModelFacts
-    from fleet.facts.vllm_log import EngineReport
 
 explain_app = typer.Typer(
     help="Explain the facts fleet reads off an engine log or a model config.",
@@ -40,20 +40,13 @@ def explain_log(
     as_json: JsonOption = False,
 ) -> None:
     """The facts an engine's startup log states (vLLM, or llama-server)."""
-    from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
-    from fleet.facts.vllm_log import EngineReport, parse_vllm_log
+    from fleet.engines import explain_log as explain_engine_log
 
     output = output_of(ctx)
-    text = read_text(file)
-    report = parse_vllm_log(text)
-    llama = parse_llamacpp_log(text)
-    if report == EngineReport() and llama != LlamaCppReport():
-        _print(output, llama.to_explain_json(), as_json, title=f"llama-server log {file}")
-        return
-    data = report.to_explain_json()
-    if model is not None:
+    engine, data, report = explain_engine_log(read_text(file))
+    if model is not None and engine.ESTIMATES_KV:
         data["kv_estimate"] = kv_estimate(report, load_model_facts(model))
-    _print(output, data, as_json, title=f"vLLM log {file}")
+    _print(output, data, as_json, title=f"{engine.LABEL} log {file}")
 
 
 @explain_app.command("model")

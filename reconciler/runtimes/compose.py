@@ -16,8 +16,8 @@ import re
 import shlex
 from typing import Any
 
+from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError
-from fleet.facts.argv import parse_engine_argv
 from fleet.names import SEAT_LABEL
 from fleet.runtimes.base import Runtime
 from fleet.runtimes.compose import COMPOSE, HEADER, compose_path, project_name

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from fleet.engines import engine_for
 from fleet.errors import ApplyError, FleetError, PlanError
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
@@ -156,7 +157,7 @@ def _apply_gateway(
 def _chats(desired: DesiredFleet, alias: str) -> bool:
     """Whether an alias's seat answers chat completions (pooling seats do not)."""
     seat = next(s for s in desired.seats.values() if alias in s.aliases)
-    return "pooling" not in seat.extra_args
+    return engine_for(seat.engine).serves_chat(seat)
 
 
 def _apply_removals(

@@ -14,13 +14,14 @@ alias, as clients see it. The record and its verdicts are `fleet.observed.bench`
 from __future__ import annotations
 
 import json
-import re
 import statistics
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
+from fleet.engines import engine_for
 from fleet.errors import FleetError
+from fleet.facts.engine_metrics import sum_samples
 from fleet.names import HASH_LABEL
 from fleet.observed.bench import (
     BenchRecord,
@@ -45,9 +46,6 @@ from reconciler.workflows.seats import seat_address
 
 PROMPT = "Write a short story about a lighthouse keeper who finds a message in a bottle."
 DEPTH_SHARE = 0.97
-_COUNTER = re.compile(
-    r"^(vllm:spec_decode_num_\w+?)(?:_total)?(?:\{[^}]*\})?\s+([0-9.eE+-]+)", re.M
-)
 
 
 @dataclass(frozen=True)
@@ -128,9 +126,7 @@ def bench_seat(
     if seat.speculative is not None:
         delta = {k: after.get(k, 0.0) - before.get(k, 0.0) for k in after}
         spec = speculative(
-            delta.get("vllm:spec_decode_num_accepted_tokens", 0.0),
-            delta.get("vllm:spec_decode_num_draft_tokens", 0.0),
-            delta.get("vllm:spec_decode_num_drafts", 0.0),
+            delta.get("accepted", 0.0), delta.get("draft_tokens", 0.0), delta.get("drafts", 0.0)
         )
     return BenchResult(
         seat=seat.name,
@@ -205,7 +201,7 @@ def _usage_tokens(stream: Stream) -> int | None:
 
 
 def _counters(sessions: Sessions, desired: DesiredFleet, seat: Seat) -> dict[str, float]:
-    """vLLM's speculative-decoding counters from the seat's /metrics (summed over labels)."""
+    """The engine's speculative-decoding counters from the seat's /metrics (summed over labels)."""
     host = desired.hosts[seat.host]
     try:
         reply = request_via(
@@ -213,10 +209,7 @@ def _counters(sessions: Sessions, desired: DesiredFleet, seat: Seat) -> dict[str
         )
     except FleetError:
         return {}
-    totals: dict[str, float] = {}
-    for name, value in _COUNTER.findall(reply.body):
-        totals[name] = totals.get(name, 0.0) + float(value)
-    return totals
+    return engine_for(seat.engine).speculative_counts(sum_samples(reply.body), seat)
 
 
 def _depth(
@@ -246,7 +239,7 @@ def _depth(
     except FleetError as err:
         failed_status = str(err)
     logs = adapter_for(host).read_log(conn, container, started, 400)
-    line = oom_line(logs.splitlines())
+    line = oom_line(logs.splitlines(), engine_for(seat.engine).OOM_SIGNATURES)
     health = _health(conn, host, seat)
     if line or failed_status or health != 200:
         detail = line or (f"HTTP {failed_status}" if failed_status else f"/health answers {health}")
@@ -268,13 +261,16 @@ def _sized(conn: HostSession, host: Host, seat: Seat, wanted: int) -> tuple[int,
 
 
 def _tokenize(conn: HostSession, host: Host, seat: Seat, prompt: str) -> int | None:
+    path = engine_for(seat.engine).TOKENIZE
+    if path is None:
+        return None
     try:
         reply = request_via(
             conn,
             seat_address(host),
             seat.port,
             "POST",
-            "/tokenize",
+            path,
             {"model": seat.served_name, "prompt": prompt},
             timeout=60,
         )

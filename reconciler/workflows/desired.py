@@ -8,11 +8,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from fleet.engines import validate_fleet
 from fleet.errors import SpecError, ValidationFailed
 from fleet.spec.load import LoadedFleet, load_fleet
 from fleet.spec.models import DesiredFleet
 from fleet.spec.problems import Problem, has_errors
-from fleet.spec.validate import validate_fleet
 
 DEFAULT_DIR = "desired"
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from fleet.engines import validate_fleet
 from fleet.errors import FleetError
 from fleet.render.desired_files import HostAccess, ImportResult, import_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Host, HostSsh
 from fleet.spec.problems import Problem, Severity
-from fleet.spec.validate import validate_fleet
 from reconciler.adapters.connections import Connections
 from reconciler.adapters.ssh import resolve_target, ssh_config_path
 from reconciler.workflows.observe import observe_fleet

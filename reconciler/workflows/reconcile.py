@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from fleet.engines import engine_load
 from fleet.errors import ApplyError, FleetError, GitError
-from fleet.facts.engine_metrics import EngineLoad, parse_engine_metrics
+from fleet.facts.engine_metrics import EngineLoad
 from fleet.plan.plan import Plan
 from fleet.plan.reconcile import Attempts, LoadSample, Move, decide, stuck
 from reconciler.adapters.connections import Connections
@@ -199,7 +200,7 @@ class Reconciler:
                 )
             except FleetError:
                 continue
-            loads[name] = parse_engine_metrics(reply.body)
+            loads[name] = engine_load(reply.body)
             seen = self.samples.setdefault(name, [])
             seen.append(LoadSample(time.monotonic(), loads[name]))
             del seen[:-50]

@@ -19,7 +19,6 @@ from fleet.names import JOURNAL_NAME, LOCK_NAME, SEAT_LABEL
 
 GPU_MIB = 97887
 ENGINE_MIB = 20480  # what a running engine holds on each of its GPUs
-KV_FACTOR = 1.5  # KV-cache tokens a fake engine logs, per token of context
 
 
 @dataclass
@@ -120,15 +119,6 @@ class FakeContainer:
     def seat(self) -> str | None:
         """The fleet seat the container serves (its label)."""
         return self.labels.get(SEAT_LABEL)
-
-
-def engine_log(argv: list[str]) -> str:
-    """The startup log of a healthy fake vLLM: its KV cache, 1.5x its context."""
-    context = int(argv[argv.index("--max-model-len") + 1]) if "--max-model-len" in argv else 4096
-    return (
-        "INFO 12-01 10:00:05 [kv_cache_utils.py:1087] "
-        f"GPU KV cache size: {int(context * KV_FACTOR):,} tokens\n"
-    )
 
 
 def gpu_uuid(index: int) -> str:

@@ -9,9 +9,10 @@ and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`).
 command raises AssertionError naming it, so a test sees a new command at once.
 
 `open_tcp` serves HTTP: what the test registered with `serve` for (address, port, path),
-else, when a running container publishes that port, what a healthy vLLM answers (/health
-200, /v1/models listing its served name, /metrics with no request running); a port that
-has neither is refused (HostUnreachable, worded as the SSH adapter words it).
+else, when a running container publishes that port, what a healthy engine of its kind
+answers (`tests.fakes.engines`: /health 200, /v1/models listing its served name, /metrics
+with its own gauge at no request running); a port that has neither is refused
+(HostUnreachable, worded as the SSH adapter words it).
 
 A test makes a step fail with `fail_on` (a command or `write PATH` containing the key
 fails, every time, with the value as stderr or `exit N: stderr`) or makes the next start
@@ -31,7 +32,8 @@ from http import HTTPStatus
 from fleet.errors import HostError, HostUnreachable
 from fleet.yamltext import load_yaml
 from reconciler.host import CommandResult, checked
-from tests.fakes.containers import FakeContainer, engine_log, fact_output
+from tests.fakes.containers import FakeContainer, fact_output
+from tests.fakes.engines import engine_log, idle_metrics, served_name
 
 Handler = Callable[["FakeHost", list[str], str | None], CommandResult]
 
@@ -170,18 +172,12 @@ class FakeHost:
         for container in self.containers.values():
             for bound, published, _ in container.ports:
                 if container.running and published == port and bound in (address, "0.0.0.0"):
-                    argv = container.argv
-                    named = "--served-model-name" in argv
-                    name = (
-                        argv[argv.index("--served-model-name") + 1] if named else container.service
-                    )
+                    name = served_name(container.argv, container.service)
                     models = {"object": "list", "data": [{"id": name, "object": "model"}]}
                     return {
                         "/health": [Reply(200)],
                         "/v1/models": [Reply(200, json.dumps(models))],
-                        "/metrics": [
-                            Reply(200, f'vllm:num_requests_running{{model_name="{name}"}} 0.0\n')
-                        ],
+                        "/metrics": [Reply(200, idle_metrics(container.argv, name))],
                     }
         return None
 

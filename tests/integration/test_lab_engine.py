@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fleet.facts.vllm_log import parse_vllm_log
+from fleet.engines.vllm.log import parse_vllm_log
 from tests.lab import Lab
 from tests.lab.compose import compose_text, seat
 

@@ -12,14 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from fleet.engines import engine_for, read_process
+from fleet.engines import engine_for, read_process, validate_fleet
 from fleet.observed.assemble import assemble_host
 from fleet.plan.health import Endpoints, HealthState, judge_seat
 from fleet.plan.plan import make_plan
 from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
-from fleet.spec.validate import validate_fleet
 from tests.unit.observe.test_assemble import container
 from tests.unit.plan.fakes import in_sync, live_seat
 from tests.unit.render.test_compose import DESIRED

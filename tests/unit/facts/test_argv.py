@@ -7,7 +7,8 @@ import re
 import pytest
 from ruamel.yaml import YAML
 
-from fleet.facts.argv import EngineArgs, EngineName, parse_engine_argv, parse_human_int
+from fleet.engines import llamacpp, parse_engine_argv, vllm
+from fleet.facts.argv import EngineArgs, parse_human_int
 from tests.conftest import CORPUS
 
 COMPOSE = CORPUS / "compose"
@@ -24,7 +25,7 @@ def test_vllm_serve_from_the_mtp_oom_log() -> None:
         "vllm-logs/v0.27.1_v1_qwen3.8-27b-int4-compressed-tensors_mtp_cuda-oom.log", "CMD: "
     )
     assert parse_engine_argv(argv) == EngineArgs(
-        engine=EngineName.VLLM,
+        engine=vllm.NAME,
         program=(".venv-vllm/bin/vllm", "serve"),
         model="RedHatAI/Qwen3.8-27B-INT4",
         port=18191,
@@ -49,7 +50,7 @@ def test_flag_equals_value_from_the_v029_log() -> None:
         line=1,
     )
     args = parse_engine_argv(argv)
-    assert args.engine is EngineName.VLLM  # no program: recognised by its vLLM-only flags
+    assert args.engine == vllm.NAME  # no program: recognised by its vLLM-only flags
     assert args.model == "RedHatAI/gemma-4-26B-A4B-it-FP8-dynamic"
     assert args.served_model_names == ("gemma4-26b-l40s",)
     assert (args.host, args.port) == ("0.0.0.0", 8000)
@@ -68,7 +69,7 @@ def test_llama_server_from_the_verbosity3_log() -> None:
         "llamacpp-logs/master-2026_cuda-rtx3090_qwen3.8-27b-q4kxl_verbosity3_slots1.log", "CMD: "
     )
     args = parse_engine_argv(argv)
-    assert args.engine is EngineName.LLAMA_SERVER
+    assert args.engine == llamacpp.NAME
     assert args.model is not None and args.model.endswith("/Qwen3.8-27B-UD-Q4_K_XL.gguf")
     assert (args.host, args.port, args.ctx_size, args.parallel_slots) == (
         "127.0.0.1",
@@ -99,7 +100,7 @@ def test_compose_vllm_command() -> None:
         "cloud-linuxer_gpt-oss_vllm_runtime-nvidia_env-defaults.docker-compose.yml"
     ).values()
     args = parse_engine_argv(argv)
-    assert args.engine is EngineName.VLLM
+    assert args.engine == vllm.NAME
     assert (args.model, args.host, args.port) == ("facebook/opt-125m", "0.0.0.0", 8000)
     assert (args.max_model_len, args.gpu_memory_utilization, args.tensor_parallel_size) == (
         4096,
@@ -123,7 +124,7 @@ def test_compose_llama_server_commands() -> None:
         "lyleclassen_homelab_llama-server-vulkan_multi-model_litellm.docker-compose.yml"
     )
     chat = parse_engine_argv(commands["llama-3.2-1b-instruct"])
-    assert chat.engine is EngineName.LLAMA_SERVER
+    assert chat.engine == llamacpp.NAME
     assert chat.model == "/models/llama-3.2-1b-instruct-Q4_K_M.gguf"
     assert (chat.port, chat.gpu_layers, chat.ctx_size) == (8080, 99, 4096)
     assert chat.extra == ("--threads", "6", "--api-key", "dummy")
@@ -132,7 +133,7 @@ def test_compose_llama_server_commands() -> None:
         image="llama.cpp",
     )
     assert len(llama) == 4
-    assert all(parse_engine_argv(argv).engine is EngineName.LLAMA_SERVER for argv in llama.values())
+    assert all(parse_engine_argv(argv).engine == llamacpp.NAME for argv in llama.values())
     assert parse_engine_argv(commands["litellm"]).engine is None
 
 
@@ -229,7 +230,7 @@ FLAGS = [
 )
 def test_vllm_flag_forms(flags: list[str], field: str, expected: object) -> None:
     args = parse_engine_argv([*SEAT, *flags])
-    assert (args.engine, args.model) == (EngineName.VLLM, "/models/m")
+    assert (args.engine, args.model) == (vllm.NAME, "/models/m")
     assert getattr(args, field) == expected
 
 
@@ -237,35 +238,35 @@ PROGRAMS = [
     (
         "api-server-module",
         ["python3", "-m", "vllm.entrypoints.openai.api_server", "--model", "/m", "--port", "8000"],
-        EngineName.VLLM,
+        vllm.NAME,
         ("python3", "-m", "vllm.entrypoints.openai.api_server"),
         "/m",
     ),
     (
         "vllm-serve-model-flag",
         ["vllm", "serve", "--model", "/m"],
-        EngineName.VLLM,
+        vllm.NAME,
         ("vllm", "serve"),
         "/m",
     ),
     (
         "shell-form",
         ["/bin/sh", "-c", "exec vllm serve /m --port 8000"],
-        EngineName.VLLM,
+        vllm.NAME,
         ("vllm", "serve"),
         "/m",
     ),
     (
         "llama-server-image",
         ["/app/llama-server", "-m", "/m.gguf", "-md", "/d.gguf", "--alias", "coder"],
-        EngineName.LLAMA_SERVER,
+        llamacpp.NAME,
         ("/app/llama-server",),
         "/m.gguf",
     ),
     (
         "console-script-in-proc",  # /proc/<pid>/cmdline of `vllm serve`: python + script path
         ["/usr/bin/python3", "/usr/local/bin/vllm", "serve", "/m", "--port", "8000"],
-        EngineName.VLLM,
+        vllm.NAME,
         ("/usr/bin/python3", "/usr/local/bin/vllm", "serve"),
         "/m",
     ),
@@ -281,7 +282,7 @@ PROGRAMS = [
     ids=[case[0] for case in PROGRAMS],
 )
 def test_programs(
-    argv: list[str], engine: EngineName | None, program: tuple[str, ...], model: str | None
+    argv: list[str], engine: str | None, program: tuple[str, ...], model: str | None
 ) -> None:
     args = parse_engine_argv(argv)
     assert (args.engine, args.program, args.model) == (engine, program, model)

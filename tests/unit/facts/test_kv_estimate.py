@@ -8,6 +8,7 @@ from types import ModuleType
 
 import pytest
 
+from fleet.engines.vllm.log import parse_vllm_log
 from fleet.facts.kv_estimate import (
     GIB,
     estimate_kv_bytes_per_token,
@@ -17,7 +18,6 @@ from fleet.facts.kv_estimate import (
     pipeline_parallel,
 )
 from fleet.facts.model_config import ModelFacts, parse_model_config
-from fleet.facts.vllm_log import parse_vllm_log
 from tests.conftest import CORPUS, REPO
 
 CONFIGS = CORPUS / "model-configs"

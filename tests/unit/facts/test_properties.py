@@ -9,14 +9,15 @@ from collections.abc import Callable
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from fleet.facts.argv import EngineArgs, parse_engine_argv, parse_human_int
+from fleet.engines import parse_engine_argv
+from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
+from fleet.engines.vllm.log import EngineReport, parse_vllm_log
+from fleet.facts.argv import EngineArgs, parse_human_int
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tokens
-from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
 from fleet.facts.model_config import ModelFacts, parse_hf_quant_config, parse_model_config
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nvidia_smi_table
 from fleet.facts.provenance import Provenance, parse_provenance
-from fleet.facts.vllm_log import EngineReport, parse_vllm_log
 from tests.conftest import CORPUS
 from tests.unit.facts import samples
 

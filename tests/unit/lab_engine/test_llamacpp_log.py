@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from fleet.engines.llamacpp import read_log
-from fleet.facts.llamacpp_log import parse_llamacpp_log
-from fleet.facts.vllm_log import ErrorKind
+from fleet.engines.llamacpp.log import parse_llamacpp_log
+from fleet.engines.vllm.log import ErrorKind
 from tests.unit.lab_engine.standin import Image, StandIn, start_llama
 
 MiB = 1 << 20

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from fleet.engines.vllm import read_log
-from fleet.facts.vllm_errors import ErrorKind
+from fleet.engines.vllm.errors import ErrorKind
 from tests.unit.lab_engine.standin import (
     Image,
     StandIn,

@@ -6,8 +6,8 @@ This is a fake at our own seam: the Observation model that observe would have bu
 
 from __future__ import annotations
 
+from fleet.engines.vllm.log import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
-from fleet.facts.vllm_log import EngineReport
 from fleet.observed.assemble import observed_seat
 from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import (

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import pytest
 
-from fleet.facts.vllm_log import EngineError, EngineReport, ErrorKind
+from fleet.engines.vllm.log import EngineError, EngineReport, ErrorKind
 from fleet.observed.models import ObservedSeat
 from fleet.plan.health import Endpoints, HealthState, judge_seat
 from tests.unit.plan.fakes import live_seat

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.facts.vllm_log import EngineReport
+from fleet.engines.vllm.log import EngineReport
 from fleet.observed.models import Observation, ObservedHost
 from fleet.plan.actions import ActionKind
 from fleet.plan.fit import predict_seat

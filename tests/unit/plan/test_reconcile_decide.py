@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from fleet.facts.engine_metrics import EngineLoad, parse_engine_metrics
+from fleet.engines import engine_load
+from fleet.facts.engine_metrics import EngineLoad
 from fleet.plan.reconcile import Attempts, LoadSample, Move, backoff, decide, deny_window, stuck
 from fleet.spec.models import DenyWindow, ReconcileSettings
 
@@ -97,10 +98,10 @@ def test_engine_metrics_of_both_engines() -> None:
         'vllm:num_requests_waiting{model_name="a"} 1.0\n'
         'vllm:generation_tokens_total{model_name="a"} 12345.0\n'
     )
-    assert parse_engine_metrics(vllm) == EngineLoad(running=2.0, waiting=1.0, generated=12345.0)
+    assert engine_load(vllm) == EngineLoad(running=2.0, waiting=1.0, generated=12345.0)
     llama = (
         "llamacpp:requests_processing 1\nllamacpp:requests_deferred 0\n"
         "llamacpp:tokens_predicted_total 77\n"
     )
-    assert parse_engine_metrics(llama) == EngineLoad(running=1.0, waiting=0.0, generated=77.0)
-    assert parse_engine_metrics("garbage") == EngineLoad()
+    assert engine_load(llama) == EngineLoad(running=1.0, waiting=0.0, generated=77.0)
+    assert engine_load("garbage") == EngineLoad()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from fleet.engines import validate_fleet
 from fleet.observed.assemble import assemble_host
 from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import Observation, ObservedGateway
@@ -11,7 +12,6 @@ from fleet.plan.plan import make_plan
 from fleet.render.desired_files import HostAccess, import_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Severity
-from fleet.spec.validate import validate_fleet
 from tests.unit.observe.test_assemble import GPU0, GPU1, container
 
 VLLM_ID, LLAMA_ID, NOTE_ID = "a" * 64, "b" * 64, "c" * 64

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
+from fleet.engines import validate_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Problem
-from fleet.spec.validate import validate_fleet
 
 DESIRED = Path(__file__).resolve().parents[3] / "desired"
 

@@ -18,11 +18,11 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
+from fleet.engines import validate_fleet
 from fleet.spec import load
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Problem
 from fleet.spec.ruamel_tree import located
-from fleet.spec.validate import validate_fleet
 from fleet.yaml_reader import PLAIN_SCALARS, YamlDoc, plain_tag, read_yaml
 from tests.conftest import CORPUS, REPO
 from tests.unit.spec.test_validate import CASES, example_files

@@ -10,7 +10,8 @@ from fleet.plan.actions import Action, ActionKind
 from fleet.plan.plan import Plan
 from fleet.runtimes.compose import render_compose, render_service
 from reconciler.workflows.apply import ApplyOptions, apply_plan
-from tests.fakes.containers import FakeContainer, engine_log
+from tests.fakes.containers import FakeContainer
+from tests.fakes.engines import engine_log
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.render.test_compose import example
 from tests.unit.workflows.test_apply import COMPOSE, OOM, Steps

@@ -1,6 +1,6 @@
 """How the text of a vLLM log becomes messages: lines rejoined, headers and prefixes split off.
 
-Used by `fleet.facts.vllm_log` before it looks for any fact. A vLLM line reads
+Used by `fleet.engines.vllm.log` before it looks for any fact. A vLLM line reads
 `(EngineCore pid=7) INFO 12-01 10:00:00 [file.py:12] message`: zero or more process
 prefixes, a header with the level, then the message. Two things stand between the captured
 text and those lines:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.facts.llamacpp_log import DeviceBuffer, LlamaCppReport, parse_llamacpp_log
+from fleet.engines.llamacpp.log import DeviceBuffer, LlamaCppReport, parse_llamacpp_log
 from tests.conftest import CORPUS
 from tests.unit.facts import samples
 

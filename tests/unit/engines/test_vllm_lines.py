@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.facts.vllm_lines import (
+from fleet.engines.vllm.lines import (
     in_rank_order,
     log_lines,
     messages,
@@ -12,7 +12,7 @@ from fleet.facts.vllm_lines import (
     unwrap,
     worker_key,
 )
-from fleet.facts.vllm_log import parse_vllm_log
+from fleet.engines.vllm.log import parse_vllm_log
 from tests.unit.facts.samples import MAX_LEN_REJECTED, VLLM_LOGS, hard_wrap, max_len_plain
 
 CORPUS_LOGS = sorted(path.name for path in VLLM_LOGS.iterdir())

@@ -5,31 +5,35 @@ reads `kv_cache_tokens` from here) and by `fleet explain log`. The formats diffe
 releases (V0 `# GPU blocks`, V1 `GPU KV cache size: N tokens`, the 0.29 one-line KV
 report, the ASCII-art banner since 0.16); lines carry process prefixes such as
 `(EngineCore pid=N)` and `(VllmWorker rank=N pid=M)`, colours, and repeat once per worker;
-a terminal or log collector may have hard-wrapped them (`fleet.facts.vllm_lines` rejoins
+a terminal or log collector may have hard-wrapped them (`fleet.engines.vllm.lines` rejoins
 them). A fact is the first value the log states; nothing is computed except V0's KV tokens
 (blocks × block size) and, when the log names no served model, the name vLLM then serves
 under: the model. When a container restarted, only its last start is read. The failures
-recognised are in `fleet.facts.vllm_errors`; served names and speculative decoding are
-read off the engine-config line and the args by `fleet.facts.vllm_config`.
+recognised are in `fleet.engines.vllm.errors`; served names and speculative decoding are
+read off the engine-config line and the args by `fleet.engines.vllm.config`.
 """
 
 from __future__ import annotations
 
 import re
-from enum import StrEnum
 
-from fleet.base import CoreModel
-from fleet.facts._text import parse_assignments, parse_dict_literal, to_float, to_int
-from fleet.facts.vllm_config import (
+from fleet.engines.report import (
+    EngineError,
+    EngineKind,
+    EngineReport,
+    ErrorKind,
     SpeculativeFact,
+)
+from fleet.engines.vllm.config import (
     first_of_int,
     first_of_str,
     int_of,
     served_names_of,
     speculative_of,
 )
-from fleet.facts.vllm_errors import EngineError, ErrorKind, collect_error, max_model_len_figures
-from fleet.facts.vllm_lines import WorkerKey, in_rank_order, log_lines, messages, worker_key
+from fleet.engines.vllm.errors import collect_error, max_model_len_figures
+from fleet.engines.vllm.lines import WorkerKey, in_rank_order, log_lines, messages, worker_key
+from fleet.facts._text import parse_assignments, parse_dict_literal, to_float, to_int
 
 __all__ = [
     "V0_DEFAULT_BLOCK_SIZE",
@@ -61,79 +65,6 @@ _BLOCKS = re.compile(
 )
 _KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
-
-
-class EngineKind(StrEnum):
-    """vLLM's engine generation, as the engine-config line names it."""
-
-    V0 = "V0"
-    V1 = "V1"
-
-
-class EngineReport(CoreModel):
-    """What a vLLM startup log says; a fact the log does not state is None.
-
-    Memory figures are per GPU, as each worker logs them (GiB). `weights_gib` is what one
-    GPU holds: the first rank's `Model loading took`; `weights_gib_per_rank` has every
-    worker's figure in rank order (in the order logged where the log names no ranks, as V0
-    workers), which differ under pipeline parallelism; `weights_gib_total` is their sum.
-    `kv_cache_tokens` is the logged `GPU KV cache size`, or for V0 `gpu_blocks *
-    block_size`. `served_names` are the names the log gives, else the model, which vLLM
-    then serves under. A start that vLLM refused because `--max-model-len` exceeds what
-    the model's config.json allows has that error and both lengths (`requested_` /
-    `derived_max_model_len`).
-    """
-
-    version: str | None = None
-    engine: EngineKind | None = None
-    model: str | None = None
-    served_names: tuple[str, ...] = ()
-    max_model_len: int | None = None
-    tensor_parallel_size: int | None = None
-    pipeline_parallel_size: int | None = None
-    quantization: str | None = None
-    kv_cache_dtype: str | None = None
-    speculative: SpeculativeFact | None = None
-    weights_gib: float | None = None
-    weights_gib_per_rank: tuple[float, ...] = ()
-    kv_cache_gib: float | None = None
-    gpu_blocks: int | None = None
-    block_size: int | None = None
-    kv_cache_tokens: int | None = None
-    max_concurrency: float | None = None
-    requested_max_model_len: int | None = None
-    derived_max_model_len: int | None = None
-    errors: tuple[EngineError, ...] = ()
-
-    @property
-    def weights_gib_total(self) -> float | None:
-        """The weights over all ranks (GiB), None when the log states no figure."""
-        per_rank = self.weights_gib_per_rank
-        return round(sum(per_rank), 4) if per_rank else None
-
-    def to_explain_json(self) -> dict[str, object]:
-        """The JSON `fleet explain log --json` prints, with exactly its documented keys."""
-        spec = self.speculative
-        return {
-            "version": self.version,
-            "engine": self.engine.value if self.engine else None,
-            "model": self.model,
-            "served_names": list(self.served_names),
-            "max_model_len": self.max_model_len,
-            "tensor_parallel_size": self.tensor_parallel_size,
-            "pipeline_parallel_size": self.pipeline_parallel_size,
-            "quantization": self.quantization,
-            "kv_cache_dtype": self.kv_cache_dtype,
-            "speculative": spec.model_dump(mode="json") if spec else None,
-            "weights_gib": self.weights_gib,
-            "weights_gib_per_rank": list(self.weights_gib_per_rank),
-            "kv_cache_gib": self.kv_cache_gib,
-            "kv_cache_tokens": self.kv_cache_tokens,
-            "max_concurrency": self.max_concurrency,
-            "requested_max_model_len": self.requested_max_model_len,
-            "derived_max_model_len": self.derived_max_model_len,
-            "errors": [error.message for error in self.errors],
-        }
 
 
 def parse_vllm_log(text: str) -> EngineReport:

@@ -1,4 +1,4 @@
-"""The start-up failures `fleet.facts.vllm_log` recognises in a vLLM log, and their figures.
+"""The start-up failures `fleet.engines.vllm.log` recognises in a vLLM log, and their figures.
 
 An error is a message on an ERROR/CRITICAL line or on a header-less line (a traceback's
 last line), matched against one pattern per kind; the first kind that matches wins. The
@@ -14,31 +14,9 @@ from __future__ import annotations
 
 import math
 import re
-from enum import StrEnum
 
-from fleet.base import CoreModel
+from fleet.engines.report import EngineError, ErrorKind
 from fleet.facts._text import to_float, to_int
-
-
-class ErrorKind(StrEnum):
-    """The startup failures fleet recognises in a log."""
-
-    CUDA_OOM = "cuda_oom"
-    NO_KV_MEMORY = "no_kv_memory"
-    KV_CACHE_TOO_SMALL = "kv_cache_too_small"
-    FREE_MEMORY_TOO_LOW = "free_memory_too_low"
-    ILLEGAL_MEMORY_ACCESS = "illegal_memory_access"
-    CUBLAS = "cublas"
-    LOAD_FAILED = "load_failed"
-    MAX_MODEL_LEN_TOO_LONG = "max_model_len_too_long"
-
-
-class EngineError(CoreModel):
-    """One fatal error line: its kind and the message as logged (header stripped)."""
-
-    kind: ErrorKind
-    message: str
-
 
 # vLLM's ValueError, from `_get_and_verify_max_len` (config.py / config/model.py): the
 # derived length is printed as `(max_position_embeddings=2048.0 or model_max_length=None

@@ -1,6 +1,6 @@
 """The engine's own settings as a vLLM startup log states them, read value by value.
 
-`fleet.facts.vllm_log` finds the engine-config line (`Initializing a V1 LLM engine ...
+`fleet.engines.vllm.log` finds the engine-config line (`Initializing a V1 LLM engine ...
 with config: ...`) and the args (`non-default args: {...}` or `args: Namespace(...)`);
 this module reads from them what takes more than one key: the served names, speculative
 decoding (the config line's `SpeculativeConfig(...)` repr, the args' JSON, or the older
@@ -11,18 +11,10 @@ from __future__ import annotations
 
 import re
 
-from fleet.base import CoreModel
+from fleet.engines.report import SpeculativeFact
 from fleet.facts._text import parse_assignments, to_int
 
 _SPEC_REPR = re.compile(r"SpeculativeConfig\((.*)\)")
-
-
-class SpeculativeFact(CoreModel):
-    """Speculative decoding as the engine reports it: method, k and the drafter."""
-
-    method: str | None = None
-    num_tokens: int | None = None
-    draft_model: str | None = None
 
 
 def served_names_of(

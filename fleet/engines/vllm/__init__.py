@@ -2,8 +2,10 @@
 
 The argv is `vllm serve MODEL --served-model-name ... --max-model-len ...` in a fixed
 order, so that the health gate can check the running process carries every flag the spec
-implies. The startup log is read by `fleet.facts.vllm_log`. `FLAG_SINCE` lists the flags
-fleet renders with the first vLLM release that accepts them (from vLLM's changelogs).
+implies; `fleet.engines.vllm.argv` reads it back. The startup log is read by
+`fleet.engines.vllm.log`, the offline seat rules are in `fleet.engines.vllm.rules`.
+`FLAG_SINCE` lists the flags fleet renders with the first vLLM release that accepts them
+(from vLLM's changelogs).
 """
 
 from __future__ import annotations
@@ -11,13 +13,45 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from fleet.engines.base import Shape
+from fleet.engines.base import MetricNames, SeatLine, Shape
+from fleet.engines.metrics import named_counts
+from fleet.engines.report import EngineReport
+from fleet.engines.vllm.argv import OWN_FLAGS as OWN_FLAGS
+from fleet.engines.vllm.argv import detect as detect
+from fleet.engines.vllm.argv import parse_args as parse_args
+from fleet.engines.vllm.log import parse_vllm_log
+from fleet.engines.vllm.rules import check_seat as check_seat
 from fleet.facts.argv import EngineArgs
-from fleet.facts.vllm_log import EngineReport, parse_vllm_log
 from fleet.secrets import mask_argv
 from fleet.spec.models import Seat
 
 NAME: str = "vllm"
+LABEL: str = "vLLM"
+DEFAULT_PORT: int = 8000
+BUDGET_FIELDS: tuple[str, ...] = ("kv_cache_bytes", "gpu_memory_utilization")
+ESTIMATES_KV: bool = True
+KV_SIZING: str = "vLLM sizes its KV cache by kv_cache_bytes or gpu_memory_utilization"
+RUNS_ON_CPU: bool = False
+TOKENIZE: str | None = "/tokenize"
+METRICS = MetricNames(
+    running=("vllm:num_requests_running",),
+    waiting=("vllm:num_requests_waiting",),
+    generated=("vllm:generation_tokens_total", "vllm:generation_tokens"),
+    spec_accepted="vllm:spec_decode_num_accepted_tokens_total",
+    spec_draft_tokens="vllm:spec_decode_num_draft_tokens_total",
+    spec_drafts="vllm:spec_decode_num_drafts_total",
+)
+# Log lines of a runtime out-of-memory (or the dead engine it leaves), as V1 prints them.
+OOM_SIGNATURES: tuple[str, ...] = (
+    "torch.OutOfMemoryError",
+    "CUDA out of memory",
+    "CUBLAS_STATUS_ALLOC_FAILED",
+    "an illegal memory access was encountered",
+    "EngineDeadError",
+)
+# Flags beside the budget that change how much KV cache a budget buys (plan's exact log).
+KV_FLAGS: tuple[str, ...] = ("--block-size", "--max-num-batched-tokens", "--max-num-seqs")
+KV_FLAGS += ("--enforce-eager", "--cpu-offload-gb", "--swap-space")
 COMPARED: tuple[str, ...] = (
     "model",
     "served_names",
@@ -121,9 +155,53 @@ def observed_shape(args: EngineArgs) -> Shape:
     }
 
 
+def serves_chat(seat: Seat) -> bool:
+    """A pooling seat (`--runner pooling`: embeddings, scores) answers no chat completion."""
+    return "pooling" not in seat.extra_args
+
+
+def fixed_kv_tokens(seat: Seat) -> int | None:
+    """None: the budget and the model's layout decide (plan estimates them)."""
+    return None
+
+
+def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
+    """vLLM's spec_decode counters, as `METRICS` names them."""
+    return named_counts(samples, METRICS)
+
+
 def read_log(text: str) -> EngineReport:
     """The facts a vLLM startup log states."""
     return parse_vllm_log(text)
+
+
+def explain(text: str) -> dict[str, object] | None:
+    """`fleet explain log --json` for a vLLM log; None when the log states nothing of vLLM."""
+    report = parse_vllm_log(text)
+    return report.to_explain_json() if report != EngineReport() else None
+
+
+def import_lines(args: EngineArgs) -> list[SeatLine]:
+    """The budget and speculative decoding of a seat file, read off a live vLLM argv."""
+    lines: list[SeatLine] = []
+    if args.kv_cache_memory_bytes is not None:
+        lines.append(("kv_cache_bytes", args.kv_cache_memory_bytes, "--kv-cache-memory-bytes"))
+    elif args.gpu_memory_utilization is not None:
+        lines.append(
+            ("gpu_memory_utilization", args.gpu_memory_utilization, "--gpu-memory-utilization")
+        )
+    else:
+        lines.append(("gpu_memory_utilization", 0.9, "not set: vLLM's default fraction"))
+    config = args.speculative_config
+    if config and config.get("method"):
+        spec: dict[str, object] = {
+            "method": config["method"],
+            "num_tokens": config.get("num_speculative_tokens", 1),
+        }
+        if config.get("model"):
+            spec["draft_model"] = config["model"]
+        lines.append(("speculative", spec, "--speculative-config"))
+    return lines
 
 
 def unsupported_flags(seat: Seat, version: tuple[int, int, int]) -> list[str]:

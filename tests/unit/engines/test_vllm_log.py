@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.facts.vllm_log import EngineKind, EngineReport, ErrorKind, parse_vllm_log
+from fleet.engines.vllm.log import EngineKind, EngineReport, ErrorKind, parse_vllm_log
 from tests.conftest import CORPUS
 
 LOGS = CORPUS / "vllm-logs"

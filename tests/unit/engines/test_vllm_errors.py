@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.facts.vllm_errors import EngineError, ErrorKind
-from fleet.facts.vllm_log import parse_vllm_log
+from fleet.engines.vllm.errors import EngineError, ErrorKind
+from fleet.engines.vllm.log import parse_vllm_log
 from tests.unit.facts.samples import MAX_LEN_REJECTED, max_len_message, max_len_plain
 
 REJECTED = EngineError(kind=ErrorKind.MAX_MODEL_LEN_TOO_LONG, message=max_len_message())

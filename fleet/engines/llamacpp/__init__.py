@@ -4,20 +4,44 @@ A llama.cpp seat sizes its KV cache by its context: `--ctx-size` is the whole ca
 (`context` × `parallel` slots) and `--parallel` the number of slots, so each slot holds
 `context` tokens and concurrency (KV cells / context) is the number of slots. There is no
 KV byte budget or memory fraction to render. Speculative decoding drafts with a separate
-GGUF model (`--model-draft`, `--draft-max k`). The startup log is read by
-`fleet.facts.llamacpp_log` and reported in the engine-neutral `EngineReport`.
+GGUF model (`--model-draft`, `--draft-max k`). `fleet.engines.llamacpp.argv` reads the
+argv back; the startup log is read by `fleet.engines.llamacpp.log` and reported in the
+engine-neutral `EngineReport`.
 """
 
 from __future__ import annotations
 
-from fleet.engines.base import Shape
+from collections.abc import Iterator
+
+from fleet.engines.base import MetricNames, SeatLine, Shape
+from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
+from fleet.engines.llamacpp.argv import detect as detect
+from fleet.engines.llamacpp.argv import parse_args as parse_args
+from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
+from fleet.engines.metrics import named_counts
+from fleet.engines.report import EngineError, EngineReport, ErrorKind
 from fleet.facts.argv import EngineArgs
-from fleet.facts.llamacpp_log import LlamaCppReport, parse_llamacpp_log
-from fleet.facts.vllm_log import EngineError, EngineReport, ErrorKind
 from fleet.secrets import mask_argv
+from fleet.spec.load import Sources
 from fleet.spec.models import Seat
+from fleet.spec.problems import Problem
+from fleet.spec.seat_rules import seat_file
 
 NAME: str = "llama.cpp"
+LABEL: str = "llama-server"
+DEFAULT_PORT: int = 8080
+BUDGET_FIELDS: tuple[str, ...] = ("parallel",)
+ESTIMATES_KV: bool = False
+KV_SIZING: str = "llama.cpp sizes its KV cache by context x parallel slots"
+RUNS_ON_CPU: bool = True
+TOKENIZE: str | None = None  # its /tokenize answers the tokens, not a count
+METRICS = MetricNames(
+    running=("llamacpp:requests_processing",),
+    waiting=("llamacpp:requests_deferred",),
+    generated=("llamacpp:tokens_predicted_total",),
+)
+OOM_SIGNATURES: tuple[str, ...] = ("cudaMalloc failed: out of memory", "failed to allocate")
+KV_FLAGS: tuple[str, ...] = ()
 COMPARED: tuple[str, ...] = (
     "model",
     "served_names",
@@ -108,6 +132,61 @@ def observed_shape(args: EngineArgs) -> Shape:
         "speculative": speculative,
         "extra_args": [a for a in mask_argv(args.extra) if a not in RENDERED_SWITCHES],
     }
+
+
+def serves_chat(seat: Seat) -> bool:
+    """An embedding or reranking server (`--embedding`, `--reranking`) answers no chat."""
+    return not {"--embedding", "--embeddings", "--reranking", "--rerank"} & set(seat.extra_args)
+
+
+def check_seat(seat: Seat, src: Sources) -> Iterator[Problem]:
+    """No KV byte budget or fraction; speculative decoding only with a draft model."""
+    for field in ("kv_cache_bytes", "gpu_memory_utilization"):
+        if getattr(seat, field) is not None:
+            yield src.problem(
+                seat_file(seat),
+                (field,),
+                f"llama.cpp sizes its KV cache by context x parallel slots: remove {field}",
+            )
+    spec = seat.speculative
+    if spec is not None and spec.method != "draft_model":
+        yield src.problem(
+            seat_file(seat),
+            ("speculative", "method"),
+            f"llama.cpp drafts only with a separate model: method draft_model, not {spec.method!r}",
+        )
+    elif spec is not None and not spec.draft_model:
+        yield src.problem(
+            seat_file(seat),
+            ("speculative",),
+            f"method {spec.method!r} drafts with a separate model: set draft_model",
+        )
+
+
+def import_lines(args: EngineArgs) -> list[SeatLine]:
+    """The slots and the draft model of a seat file, read off a live llama-server argv."""
+    lines: list[SeatLine] = [("parallel", args.parallel_slots or 1, "--parallel")]
+    if args.draft_model:
+        drafted: dict[str, object] = {"method": "draft_model", "num_tokens": args.draft_max or 16}
+        drafted["draft_model"] = args.draft_model
+        lines.append(("speculative", drafted, "--model-draft / --draft-max"))
+    return lines
+
+
+def fixed_kv_tokens(seat: Seat) -> int | None:
+    """Every slot holds a whole context: context x parallel cells."""
+    return seat.context * slots(seat)
+
+
+def explain(text: str) -> dict[str, object] | None:
+    """`fleet explain log --json` for a llama-server log; None when it states nothing."""
+    report = parse_llamacpp_log(text)
+    return report.to_explain_json() if report != LlamaCppReport() else None
+
+
+def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
+    """llama-server exports no draft counters on /metrics (its log has the acceptance)."""
+    return named_counts(samples, METRICS)
 
 
 def read_log(text: str) -> EngineReport:
