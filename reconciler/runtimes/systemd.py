@@ -17,8 +17,8 @@ import re
 import shlex
 from typing import Any
 
+from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError
-from fleet.facts.argv import parse_engine_argv
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import Runtime
 from fleet.runtimes.systemd import SYSTEMD, parse_unit_definition
