@@ -210,7 +210,7 @@ def prepare(lab: Lab, host: SystemdHost) -> None:
     with lab.state.lock:
         lab.state.hosts[host.name] = {"root": str(host.root), "run_dir": str(host.run_dir)}
     lab.state.add("bridge", host.veth)
-    for sub in ("models", "logs"):
+    for sub in ("models", "logs", "srv-fleet"):  # srv-fleet: so lab.reset() finds it
         (host.root / sub).mkdir(parents=True, exist_ok=True)
     host.run_dir.mkdir(parents=True, exist_ok=True)
     write_gpu_state(host)
