@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fleet.engines import llamacpp, vllm
+from fleet.engines import llamacpp, sglang, vllm
 from fleet.engines import metrics as _metrics
 from fleet.engines import rules as _rules
 from fleet.engines.base import Engine, MetricNames, Shape, concurrency
@@ -41,7 +41,7 @@ __all__ = [
     "validate_fleet",
 ]
 
-ENGINES: dict[str, Engine] = {vllm.NAME: vllm, llamacpp.NAME: llamacpp}
+ENGINES: dict[str, Engine] = {vllm.NAME: vllm, llamacpp.NAME: llamacpp, sglang.NAME: sglang}
 
 
 def engine_for(name: str) -> Engine:

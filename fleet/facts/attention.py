@@ -1,10 +1,11 @@
 """How a model's layers attend, read off its config.json: full attention, MLA, a sliding
-window (on every layer or on all but every N-th), or hybrid linear attention.
+window (on every layer or on all but every N-th), hybrid linear attention (Gated DeltaNet)
+or a Mamba hybrid (Mamba layers beside a few attention layers).
 
 Called by `fleet.facts.model_config` on the language model's section of a config. What
 the KV-cache estimate (`fleet.facts.kv_estimate`) needs of each layout is kept: which
-layers attend over the whole context, the window, MLA's latent rank, the linear
-attention state sizes. Pure.
+layers attend over the whole context, which keep a fixed state (and its shape,
+`fleet.facts.kv_state`), the window, MLA's latent rank. Pure.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from enum import StrEnum
 
 from fleet.base import CoreModel
 from fleet.facts._text import first_int
+from fleet.facts.kv_state import StateShape, gated_delta_net, mamba
 
 # transformers' default "one full-attention layer every N" when a config gives no pattern.
 _DEFAULT_SLIDING_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
@@ -25,6 +27,7 @@ class AttentionKind(StrEnum):
     SLIDING_WINDOW = "sliding-window"
     MLA = "mla"
     HYBRID_LINEAR = "hybrid-linear"
+    HYBRID_MAMBA = "hybrid-mamba"
 
 
 class AttentionFacts(CoreModel):
@@ -33,6 +36,8 @@ class AttentionFacts(CoreModel):
     `full_attention_layers` lists the layers (0-based) that attend over the whole context
     when only some do (sliding-window patterns, hybrid linear attention); it is empty when
     all layers do. `cross_attention_layers` attend to image tokens, not to the context.
+    `state_layers` keep a fixed state per request instead of a KV cache (`state` its
+    shape); a hybrid's other layers (an MLP-only layer of Nemotron-H) keep nothing.
     """
 
     kind: AttentionKind | None = None
@@ -47,6 +52,8 @@ class AttentionFacts(CoreModel):
     linear_key_head_dim: int | None = None
     linear_value_head_dim: int | None = None
     linear_conv_kernel: int | None = None
+    state_layers: tuple[int, ...] = ()
+    state: StateShape | None = None
 
 
 def attention_facts(config: dict[str, object]) -> AttentionFacts:
@@ -64,6 +71,8 @@ def attention_facts(config: dict[str, object]) -> AttentionFacts:
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
         return _from_layer_types(config, layer_types, window)
+    if (mamba_hybrid := _mamba_hybrid(config, layers)) is not None:
+        return mamba_hybrid
     if (interval := first_int(config, "full_attention_interval")) and layers:
         return _linear(config, tuple(i for i in range(layers) if (i + 1) % interval == 0))
     if window and config.get("use_sliding_window") is not False and layers:
@@ -72,11 +81,16 @@ def attention_facts(config: dict[str, object]) -> AttentionFacts:
     return AttentionFacts(kind=kind, cross_attention_layers=cross)
 
 
-def _linear(config: dict[str, object], full: tuple[int, ...]) -> AttentionFacts:
+def _linear(
+    config: dict[str, object], full: tuple[int, ...], linear: tuple[int, ...] | None = None
+) -> AttentionFacts:
     """Hybrid linear attention; the Gated-DeltaNet state sizes where the config gives them."""
+    layers = first_int(config, "num_hidden_layers") or 0
     return AttentionFacts(
         kind=AttentionKind.HYBRID_LINEAR,
         full_attention_layers=full,
+        state_layers=linear if linear is not None else _others(layers, full),
+        state=gated_delta_net(config),
         linear_key_heads=first_int(config, "linear_num_key_heads"),
         linear_value_heads=first_int(config, "linear_num_value_heads"),
         linear_key_head_dim=first_int(config, "linear_key_head_dim"),
@@ -90,8 +104,9 @@ def _from_layer_types(
 ) -> AttentionFacts:
     """`layer_types` names each layer: full, sliding or linear attention."""
     full = tuple(i for i, kind in enumerate(layer_types) if kind == "full_attention")
-    if any(isinstance(kind, str) and "linear" in kind for kind in layer_types):
-        return _linear(config, full)
+    linear = tuple(i for i, k in enumerate(layer_types) if isinstance(k, str) and "linear" in k)
+    if linear:
+        return _linear(config, full, linear)
     if "sliding_attention" in layer_types:
         return AttentionFacts(
             kind=AttentionKind.SLIDING_WINDOW,
@@ -100,6 +115,35 @@ def _from_layer_types(
             full_attention_layers=full,
         )
     return AttentionFacts(kind=AttentionKind.FULL)
+
+
+def _mamba_hybrid(config: dict[str, object], layers: int | None) -> AttentionFacts | None:
+    """Mamba layers beside attention layers, however the family lists them: `layer_types`
+    (`mamba`/`attention`, Granite-4.0-H), `hybrid_override_pattern` (`M` Mamba, `*`
+    attention, Nemotron-H), `attn_layer_indices` (Bamba), or a period and offset (Jamba)."""
+    kinds: list[str] = []
+    layer_types, pattern = config.get("layer_types"), config.get("hybrid_override_pattern")
+    if isinstance(layer_types, list) and "mamba" in layer_types:
+        kinds = ["M" if k == "mamba" else "*" if k == "attention" else "-" for k in layer_types]
+    elif isinstance(pattern, str) and "M" in pattern:
+        kinds = list(pattern)
+    elif layers and isinstance(indices := config.get("attn_layer_indices"), list):
+        kinds = ["*" if i in indices else "M" for i in range(layers)]
+    elif layers and (period := first_int(config, "attn_layer_period")):
+        offset = first_int(config, "attn_layer_offset") or 0
+        kinds = ["*" if i % period == offset else "M" for i in range(layers)]
+    if "M" not in kinds:
+        return None
+    return AttentionFacts(
+        kind=AttentionKind.HYBRID_MAMBA,
+        full_attention_layers=tuple(i for i, k in enumerate(kinds) if k == "*"),
+        state_layers=tuple(i for i, k in enumerate(kinds) if k == "M"),
+        state=mamba(config),
+    )
+
+
+def _others(layers: int, full: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(i for i in range(layers) if i not in full)
 
 
 def _sliding(config: dict[str, object], window: int, layers: int) -> AttentionFacts:

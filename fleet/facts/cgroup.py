@@ -1,7 +1,8 @@
 """Which Docker container a process belongs to, from its `/proc/<pid>/cgroup`.
 
-Called by the reconciler to map the engine processes nvidia-smi lists (the engine's child,
-not the container's main pid) to containers. Each line is `hierarchy-ID:controllers:path`;
+Called by the compose runtime (`fleet.runtimes.compose`) to map the engine processes
+nvidia-smi lists (the engine's child, not the container's main pid) to containers. Each
+line is `hierarchy-ID:controllers:path`;
 Docker puts a container's processes under `/docker/<id>` with the cgroupfs driver (cgroup
 v1, and v2 `0::/docker/<id>`) and under `/system.slice/docker-<id>.scope` with the systemd
 driver (the v2 default). `<id>` is the 64-hex container id. A process outside any

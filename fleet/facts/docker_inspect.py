@@ -1,10 +1,12 @@
 """`docker inspect` and `docker image inspect` JSON -> the container facts fleet uses.
 
-Called by `fleet.observed.assemble` on the fact script's output. Only what fleet reports
-is kept. The environment is kept only as the container set it beyond its image's own
-defaults (what `fleet import` writes into desired/), and every value that looks secret
-(by its name, its shape, or credentials in a URL) is replaced by a `${NAME}` reference
-right here: no secret value leaves this parser.
+Called by the compose runtime (`fleet.runtimes.compose`) on the fact script's output;
+`ContainerFact` is also the neutral shape every runtime reports a seat instance in
+(`fleet.runtimes.base.SeatInstances`). Only what fleet reports is kept. The environment
+is kept only as the container set it beyond its image's own defaults (what `fleet import`
+writes into desired/), and every value that looks secret (by its name, its shape, or
+credentials in a URL) is replaced by a `${NAME}` reference right here: no secret value
+leaves this parser.
 """
 
 from __future__ import annotations

@@ -12,31 +12,55 @@ linear-attention layers (a fixed state per sequence) and cross-attention layers 
 tokens). With tensor parallelism each GPU holds `max(1, num_kv_heads // tp)` heads; an
 MLA latent is replicated on every GPU.
 
-`kv_layout` is what the engine's `GPU KV cache size: N tokens` line follows (vLLM V1,
-kv_cache_utils.py): whole blocks of 16 tokens; the layers gathered in KV-cache groups of
-equal size (full attention, sliding window, a linear-attention state), one block table per
-group and `num_blocks // groups * block_size` tokens reported. A hybrid model with
-linear-attention layers gets an attention block large enough to hold one layer's state
-(vLLM's HybridAttentionMambaModelConfig). Pipeline parallel splits the layers, so each
-GPU holds the largest stage's share. `kv_dtype` and `pipeline_parallel` read the flags
-that change the layout off an engine argv.
+`kv_layout` is what the engine's `GPU KV cache size: N tokens` and `Maximum concurrency`
+lines follow: the layers counted by kind (full attention, sliding window, a linear-attention
+or Mamba state, `fleet.facts.kv_state`), a drafter's layers added to the full ones, and laid
+out as vLLM V1 lays them out (`fleet.facts.kv_layout`). A hybrid with state layers gets an
+attention block large enough to hold one layer's state, `16 * ceil(state / (16 *
+attention bytes per token))` tokens, the state page padded to it (vLLM's
+`HybridAttentionMambaModelConfig`). Pipeline parallel splits the layers, so each GPU holds
+the largest stage's share. `kv_dtype` and `pipeline_parallel` read the flags that change
+the layout off an engine argv; `drafter_layers` counts what a speculative method adds.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from enum import StrEnum
 from typing import TYPE_CHECKING
 
-from fleet.base import CoreModel
+from fleet.facts.kv_layout import (
+    BATCHED_TOKENS,
+    BLOCK_SIZE,
+    GroupKind,
+    KvLayout,
+    group_layers,
+    padding_layers,
+    uniform_layout,
+)
 
 if TYPE_CHECKING:
     from fleet.facts.model_config import ModelFacts
 
+__all__ = [
+    "BATCHED_TOKENS",
+    "BLOCK_SIZE",
+    "GIB",
+    "GroupKind",
+    "KvLayout",
+    "drafter_layers",
+    "estimate_kv_bytes_per_token",
+    "estimate_kv_tokens",
+    "group_layers",
+    "kv_dtype",
+    "kv_dtype_bytes",
+    "kv_layout",
+    "layer_token_bytes",
+    "padding_layers",
+    "pipeline_parallel",
+    "uniform_layout",
+]
+
 GIB = 1024**3
-BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
-BATCHED_TOKENS = 8192  # vLLM's default --max-num-batched-tokens for `vllm serve` on a GPU
-STATE_BYTES = 2  # linear-attention state dtype: the model dtype, which vLLM runs at 16 bits
 
 # Bytes per element of each `--kv-cache-dtype` vLLM accepts whose layout is plain.
 # `auto` is the model dtype, which vLLM runs at 16 bits (float32 checkpoints become fp16).
@@ -117,82 +141,13 @@ def _context_layers(facts: ModelFacts) -> int | None:
     attention = facts.attention
     if facts.num_layers is None or attention.kind is None:
         return None
-    if attention.kind in ("hybrid-linear", "sliding-window") and attention.full_attention_layers:
+    hybrid = attention.kind in ("hybrid-linear", "hybrid-mamba")
+    if (hybrid or attention.kind == "sliding-window") and attention.full_attention_layers:
         return len(attention.full_attention_layers)
-    if attention.kind == "hybrid-linear":
+    if hybrid:
         return None
     cross = len(set(attention.cross_attention_layers))
     return max(0, facts.num_layers - cross) or None
-
-
-class GroupKind(StrEnum):
-    """What one KV-cache group keeps for a request."""
-
-    FULL = "full"  # every token of the context
-    SLIDING = "sliding"  # the tokens of its window
-    STATE = "state"  # one fixed-size linear-attention state
-
-
-class KvLayout(CoreModel):
-    """A model's KV cache on one GPU as vLLM lays it out: blocks, pages, groups.
-
-    A block holds `block_size` tokens; one layer's block takes `page_bytes`; the layers
-    sit in `len(groups)` groups of `layers_per_group` (padded) layers each.
-    """
-
-    block_size: int
-    page_bytes: int
-    layers_per_group: int
-    groups: tuple[GroupKind, ...]
-    sliding_window: int | None = None
-
-    @property
-    def block_bytes(self) -> int:
-        """Memory one block costs across one layer of every group."""
-        return self.page_bytes * self.layers_per_group
-
-    def tokens(self, budget_bytes: int) -> int:
-        """The `GPU KV cache size` a budget gives: whole blocks per group times block size."""
-        blocks = max(budget_bytes, 0) // self.page_bytes // self.layers_per_group
-        return blocks // len(self.groups) * self.block_size
-
-    def budget_for(self, tokens: int) -> int:
-        """The smallest budget whose `tokens` is at least `tokens`."""
-        per_group = -(-max(tokens, 0) // self.block_size)
-        return per_group * len(self.groups) * self.block_bytes
-
-    def largest_budget(self, tokens: int) -> int:
-        """The largest budget whose `tokens` is at most `tokens` (0 if none is)."""
-        per_group = max(tokens, 0) // self.block_size
-        return max((per_group + 1) * len(self.groups) * self.block_bytes - 1, 0)
-
-    def max_concurrency(self, budget_bytes: int, context: int) -> float:
-        """The engine's own `Maximum concurrency`: all blocks over one request's blocks."""
-        blocks = max(budget_bytes, 0) // self.page_bytes // self.layers_per_group
-        return blocks / (self.request_bytes(context) // self.block_bytes)
-
-    def request_bytes(self, context: int, batched_tokens: int = BATCHED_TOKENS) -> int:
-        """What one request of `context` tokens needs; vLLM refuses to start below it."""
-        blocks = 0
-        for kind in self.groups:
-            if kind is GroupKind.FULL:
-                blocks += -(-context // self.block_size)
-            elif kind is GroupKind.SLIDING:
-                window = min((self.sliding_window or context) - 1 + batched_tokens, context)
-                blocks += -(-window // self.block_size) + 1
-            else:
-                blocks += 1
-        return blocks * self.block_bytes
-
-
-def uniform_layout(bytes_per_token: int) -> KvLayout:
-    """The layout of a model whose every layer caches every token, from its bytes per token."""
-    return KvLayout(
-        block_size=BLOCK_SIZE,
-        page_bytes=BLOCK_SIZE * bytes_per_token,
-        layers_per_group=1,
-        groups=(GroupKind.FULL,),
-    )
 
 
 def kv_layout(
@@ -202,32 +157,41 @@ def kv_layout(
     pipeline_parallel_size: int = 1,
     extra_layers: int = 0,
     spec_tokens: int = 0,
+    batched_tokens: int = BATCHED_TOKENS,
+    *,
+    fewest_groups: bool = False,
 ) -> KvLayout | None:
     """The KV-cache layout on one GPU; None if the facts are too thin.
 
     `extra_layers` are full-attention layers of a drafter the engine runs beside the model
-    (an MTP layer, an EAGLE head); `spec_tokens` widens a linear-attention state.
+    (an MTP layer, an EAGLE head); `spec_tokens` widens a state's convolution window and
+    gives each state group as many more blocks per request. `batched_tokens` is the
+    prefill chunk (`--max-num-batched-tokens`) a sliding window group holds beside it.
+    `fewest_groups` groups by the fewest layers of a kind always (vLLM before 0.12).
     """
     element = kv_dtype_bytes(kv_dtype)
     per_token = layer_token_bytes(facts, element, tensor_parallel_size) if element else None
-    layers = _self_attention_layers(facts)
-    if per_token is None or layers is None or min(tensor_parallel_size, pipeline_parallel_size) < 1:
+    counts = _layer_counts(facts, extra_layers)
+    if per_token is None or not counts or min(tensor_parallel_size, pipeline_parallel_size) < 1:
         return None
-    counts, block, window = _layer_counts(facts, layers, extra_layers), BLOCK_SIZE, None
+    block, window = BLOCK_SIZE, None
     if GroupKind.STATE in counts:
-        state = _state_bytes(facts, tensor_parallel_size, spec_tokens)
+        state = facts.attention.state
         if state is None:
             return None
-        block = BLOCK_SIZE * -(-state // (BLOCK_SIZE * per_token))
+        page = state.page_bytes(tensor_parallel_size, spec_tokens)
+        block = BLOCK_SIZE * -(-page // (BLOCK_SIZE * per_token))
     if GroupKind.SLIDING in counts:
         window = facts.attention.sliding_window
-    size, groups = _groups(counts)
+    size, groups = group_layers(counts, near_most=not fewest_groups)
     return KvLayout(
         block_size=block,
         page_bytes=block * per_token,
         layers_per_group=-(-size // pipeline_parallel_size),
         groups=groups,
         sliding_window=window,
+        spec_blocks=spec_tokens if GroupKind.STATE in counts else 0,
+        batched_tokens=batched_tokens,
     )
 
 
@@ -243,40 +207,46 @@ def layer_token_bytes(facts: ModelFacts, element: int, tensor_parallel_size: int
     return 2 * max(1, facts.num_kv_heads // tensor_parallel_size) * facts.head_dim * element
 
 
-def _self_attention_layers(facts: ModelFacts) -> int | None:
-    if facts.num_layers is None or facts.attention.kind is None:
-        return None
-    return max(0, facts.num_layers - len(set(facts.attention.cross_attention_layers))) or None
-
-
-def _layer_counts(facts: ModelFacts, layers: int, extra: int) -> dict[GroupKind, int]:
-    """How many layers of each kind the engine caches for (a drafter's layers attend fully)."""
+def _layer_counts(facts: ModelFacts, extra: int) -> dict[GroupKind, int]:
+    """How many layers of each kind the engine caches for (a drafter's layers attend fully);
+    empty when the facts do not say."""
     attention = facts.attention
+    if facts.num_layers is None or attention.kind is None:
+        return {}
     full = len(attention.full_attention_layers)
-    if attention.kind == "hybrid-linear":
-        return {GroupKind.FULL: full + extra, GroupKind.STATE: layers - full}
+    if attention.kind in ("hybrid-linear", "hybrid-mamba"):
+        return {GroupKind.FULL: full + extra, GroupKind.STATE: len(attention.state_layers)}
     if attention.kind == "sliding-window":  # no full layers listed: every layer slides
-        return {GroupKind.FULL: full + extra, GroupKind.SLIDING: layers - full}
-    return {GroupKind.FULL: layers + extra}
+        return {GroupKind.FULL: full + extra, GroupKind.SLIDING: facts.num_layers - full}
+    layers = facts.num_layers - len(set(attention.cross_attention_layers))
+    return {GroupKind.FULL: layers + extra} if layers > 0 else {}
 
 
-def _groups(counts: dict[GroupKind, int]) -> tuple[int, tuple[GroupKind, ...]]:
-    """vLLM's grouping: groups of the fewest layers of a kind, or of the most when close."""
-    present = {kind: n for kind, n in counts.items() if n > 0}
-    low, high = min(present.values()), max(present.values())
-    size = high if high < low * 1.5 else low
-    groups = tuple(kind for kind, n in present.items() for _ in range(-(-n // size)))
-    return size, groups
+NO_KV_DRAFTERS = ("ngram", "ngram_gpu", "suffix")  # speculative methods with no KV of their own
+DRAFTER_HEAD_LAYERS = 1  # an EAGLE head or MTP module is one decoder layer unless told
 
 
-def _state_bytes(facts: ModelFacts, tensor_parallel_size: int, spec_tokens: int) -> int | None:
-    """One Gated-DeltaNet layer's state per sequence: its conv window and its recurrent state."""
-    a = facts.attention
-    dims = (a.linear_key_heads, a.linear_value_heads, a.linear_key_head_dim)
-    if None in dims or a.linear_value_head_dim is None or a.linear_conv_kernel is None:
-        return None
-    key_heads, value_heads, key_dim = (int(d or 0) for d in dims)
-    conv = (key_dim * key_heads * 2 + a.linear_value_head_dim * value_heads) // tensor_parallel_size
-    conv_state = conv * (a.linear_conv_kernel - 1 + spec_tokens)
-    recurrent = value_heads // tensor_parallel_size * key_dim * a.linear_value_head_dim
-    return (conv_state + recurrent) * STATE_BYTES
+def drafter_layers(
+    facts: ModelFacts,
+    method: str | None,
+    draft_model: bool,
+    draft: ModelFacts | None = None,
+    kv_dtype: str = "auto",
+    tensor_parallel_size: int = 1,
+) -> int:
+    """Layers a speculative drafter adds to the engine's KV pool, counted in the model's own
+    full-attention layers: none for n-gram and suffix decoding; the model's MTP layers when
+    there is no draft model; a draft model's layers (one for an EAGLE head whose config is
+    not known), a drafter of another geometry in as many layers as its bytes per token take."""
+    if method is None or method in NO_KV_DRAFTERS:
+        return 0
+    if not draft_model:
+        return facts.mtp_layers if facts.mtp_layers is not None else DRAFTER_HEAD_LAYERS
+    if draft is None or not draft.num_layers:
+        return DRAFTER_HEAD_LAYERS
+    element = kv_dtype_bytes(kv_dtype) or 2
+    mine = layer_token_bytes(facts, element, tensor_parallel_size)
+    theirs = layer_token_bytes(draft, element, tensor_parallel_size)
+    if not mine or not theirs:
+        return draft.num_layers
+    return -(-draft.num_layers * theirs // mine)

@@ -5,7 +5,9 @@ Called by the reconciler's host observer, which runs
 and `nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits`
 (the field lists below), and falls back to the default table view. CSV with a header
 (`--format=csv`) is read by its column names, units in headers and values (`95830 MiB`)
-are dropped, and `[N/A]` / `[Not Supported]` become None. Memory is in MiB throughout.
+are dropped, and `[N/A]` / `[Not Supported]` become None. Memory is in MiB throughout. A
+table row that lacks a column (a vGPU guest prints no persistence mode and `N/A` memory)
+still gives its GPU, with what is missing named.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ _NOT_AVAILABLE = frozenset(
 _NUMBER_WITH_UNIT = re.compile(r"(-?[\d.]+)\s*(?:MiB|%|W|MHz|C)")
 _VERSIONS = re.compile(r"NVIDIA-SMI (\S+)\s+Driver Version: (\S+)(?:\s+CUDA Version: (\S+))?")
 _TABLE_GPU = re.compile(
-    r"^\|\s+(\d+)\s+(.+?)\s+(?:On|Off)\s+\|\s+([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d+)"
+    r"^\|\s+(\d+)\s+(.+?)(?:\s+(On|Off))?\s+\|\s+([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d+)"
 )
 _TABLE_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
 _TABLE_PROCESS = re.compile(
@@ -41,7 +43,11 @@ _TABLE_PROCESS = re.compile(
 
 
 class GpuFact(CoreModel):
-    """One GPU as `--query-gpu` reports it (one row; a looped query repeats GPUs)."""
+    """One GPU as `--query-gpu` reports it (one row; a looped query repeats GPUs).
+
+    `missing` names what a table row lacks (a vGPU guest's row may have no persistence
+    mode and no memory usage), so it is said rather than guessed.
+    """
 
     index: int | None = None
     uuid: str | None = None
@@ -50,6 +56,7 @@ class GpuFact(CoreModel):
     memory_used_mib: int | None = None
     bus_id: str | None = None
     timestamp: str | None = None
+    missing: tuple[str, ...] = ()
 
 
 class GpuProcess(CoreModel):
@@ -120,16 +127,7 @@ def parse_nvidia_smi_table(text: str) -> NvidiaSmiTable:
     for number, line in enumerate(lines):
         if match := _TABLE_GPU.search(line):
             following = lines[number + 1] if number + 1 < len(lines) else ""
-            memory = _TABLE_MEMORY.search(following)
-            gpus.append(
-                GpuFact(
-                    index=to_int(match.group(1)),
-                    name=match.group(2),
-                    bus_id=match.group(3),
-                    memory_used_mib=to_int(memory.group(1)) if memory else None,
-                    memory_total_mib=to_int(memory.group(2)) if memory else None,
-                )
-            )
+            gpus.append(_table_gpu(match, _TABLE_MEMORY.search(following)))
         elif (match := _TABLE_PROCESS.search(line)) and (pid := to_int(match.group(2))):
             processes.append(
                 GpuProcess(
@@ -145,6 +143,19 @@ def parse_nvidia_smi_table(text: str) -> NvidiaSmiTable:
         cuda_version=versions.group(3) if versions else None,
         gpus=tuple(gpus),
         processes=tuple(processes),
+    )
+
+
+def _table_gpu(row: re.Match[str], memory: re.Match[str] | None) -> GpuFact:
+    """A GPU of the table from its first row and the memory cell of the row below."""
+    missing = () if row.group(3) else ("persistence mode",)
+    return GpuFact(
+        index=to_int(row.group(1)),
+        name=row.group(2),
+        bus_id=row.group(4),
+        memory_used_mib=to_int(memory.group(1)) if memory else None,
+        memory_total_mib=to_int(memory.group(2)) if memory else None,
+        missing=missing if memory else (*missing, "memory usage"),
     )
 
 

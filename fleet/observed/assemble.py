@@ -10,61 +10,60 @@ read by the engine its process runs (never guessed from the image or the program
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 from fleet.engines import read_process
 from fleet.engines.report import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
-from fleet.facts.gguf import parse_gguf_base64
-from fleet.facts.journal import last_applied, unfinished
+from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS, GpuProcesses, GpuReading
+from fleet.facts.host_facts import (
+    JOURNAL,
+    LOCK,
+    MEMORY,
+    MISSING,
+    MODELS,
+    GgufFile,
+    ModelDir,
+    ModelFiles,
+)
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
-from fleet.facts.meminfo import parse_meminfo
-from fleet.facts.model_config import parse_model_config
-from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nvidia_smi_table
-from fleet.facts.provenance import parse_provenance
-from fleet.facts.script import Section, split_sections
+from fleet.facts.script import FactOutput
 from fleet.names import MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.runtimes import Runtime
 from fleet.runtimes.compose import COMPOSE
 
-Sections = dict[str, dict[str, str]]
-
 
 def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> ObservedHost:
     """The observed host, from everything its fact script printed; `runtime` is the one
-    the host runs its seats under."""
-    sections: Sections = defaultdict(dict)
-    for kind, arg, body in split_sections(output):
-        sections[kind][arg] = body
-    if Section.END not in sections:
+    the host runs its seats under. Each fact reads its own sections (`FactOutput`)."""
+    facts = FactOutput(output)
+    if not facts.finished:
         return ObservedHost(
             name=name, reachable=False, error="fact script did not finish (output cut short)"
         )
-    gpus, gpu_error = _gpus(sections)
-    processes = _processes(sections, gpus, runtime)
-    reported = runtime.read_seats(sections)
+    reading = facts[GPUS]
+    gpus = _gpus(reading)
+    processes = _processes(reading, facts[GPU_PROCESSES], gpus, runtime)
+    reported = runtime.read_seats(facts)
     seats = tuple(
         _with_definition(_seat(c, reported.logs.get(c.id, ""), processes), reported.definitions)
         for c in reported.instances
     )
-    memory = parse_meminfo(sections[Section.MEMINFO].get("", ""))
-    steps = unfinished(sections[Section.JOURNAL].get(""))
-    applied = last_applied(sections[Section.JOURNAL].get(""))
+    memory, journal = facts[MEMORY], facts[JOURNAL]
     return ObservedHost(
         name=name,
-        lock=sections[Section.LOCK].get("", "").strip() or None,
-        interrupted=tuple(_step(step) for step in steps),
-        applied_commit=applied[0] if applied else None,
-        applied_at=applied[1] if applied else None,
+        lock=facts[LOCK],
+        interrupted=tuple(_step(step) for step in journal.unfinished),
+        applied_commit=journal.applied[0] if journal.applied else None,
+        applied_at=journal.applied[1] if journal.applied else None,
         gpus=gpus,
-        gpu_error=gpu_error,
+        gpu_error=reading.error,
         docker_error=reported.error,
         processes=processes,
         seats=seats,
-        models=_models(sections),
-        missing_paths=tuple(sorted(sections[Section.MISSING])),
+        models=_models(facts[MODELS]),
+        missing_paths=facts[MISSING],
         memory_total_mib=memory.total_mib,
         memory_available_mib=memory.available_mib,
     )
@@ -81,14 +80,7 @@ def _step(entry: dict[str, str]) -> str:
     return f"{entry.get('at', '?')} {entry.get('step', '?')}{target}"
 
 
-def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
-    text = sections[Section.GPUS].get("", "")
-    found = parse_gpu_query(text)
-    if "0" not in sections[Section.GPUS_RC]:
-        found = parse_nvidia_smi_table(sections[Section.GPU_TABLE].get("", "")).gpus
-        if not found:
-            lines = [line for line in text.splitlines() if line.strip()]
-            return (), (lines[0] if lines else "nvidia-smi failed")
+def _gpus(reading: GpuReading) -> tuple[ObservedGpu, ...]:
     gpus = tuple(
         ObservedGpu(
             index=g.index,
@@ -97,27 +89,24 @@ def _gpus(sections: Sections) -> tuple[tuple[ObservedGpu, ...], str | None]:
             memory_total_mib=g.memory_total_mib or 0,
             memory_used_mib=g.memory_used_mib or 0,
         )
-        for g in found
+        for g in reading.gpus
         if g.index is not None
     )
-    return tuple(sorted(gpus, key=lambda g: g.index)), None
+    return tuple(sorted(gpus, key=lambda g: g.index))
 
 
 def _processes(
-    sections: Sections, gpus: tuple[ObservedGpu, ...], runtime: Runtime
+    reading: GpuReading, found: GpuProcesses, gpus: tuple[ObservedGpu, ...], runtime: Runtime
 ) -> tuple[GpuProcessUse, ...]:
     by_uuid = {g.uuid: g.index for g in gpus}
-    listed = parse_compute_apps(sections[Section.APPS].get("", "")) or (
-        parse_nvidia_smi_table(sections[Section.GPU_TABLE].get("", "")).processes
-    )
     uses = [
         GpuProcessUse(
             pid=p.pid,
             gpu_index=by_uuid.get(p.gpu_uuid or "", p.gpu_index),
             used_mib=p.used_memory_mib or 0,
-            container_id=runtime.owner(sections[Section.CGROUP].get(str(p.pid), "")),
+            container_id=runtime.owner(found.cgroups.get(p.pid, "")),
         )
-        for p in listed
+        for p in found.listed or reading.table_processes
     ]
     return tuple(sorted(uses, key=lambda u: (u.gpu_index or 0, u.pid)))
 
@@ -143,6 +132,9 @@ def observed_seat(
     args, kind = read_process(container.argv)
     shape = kind.observed_shape(args) if kind else {}
     speculative = args.speculative_config or shape.get("speculative")
+    logged = engine.speculative if engine else None
+    if logged is not None and logged.method and not speculative:  # llama.cpp's own MTP head
+        speculative = {"method": logged.method}
     return ObservedSeat(
         name=labels.get(SEAT_LABEL, container.name) if managed else container.name,
         managed=managed,
@@ -164,42 +156,39 @@ def observed_seat(
     )
 
 
-def _models(sections: Sections) -> dict[str, ModelInfo]:
-    models: dict[str, ModelInfo] = {}
-    for path, size in sorted(sections[Section.MODEL].items()):
-        config = sections[Section.CONFIG].get(path)
-        facts = parse_model_config(config) if config is not None else None
-        provenance = sections[Section.PROVENANCE].get(path)
-        lineage = parse_provenance(provenance).as_dict() if provenance else {}
-        models[path] = ModelInfo(
-            path=path,
-            size_bytes=int(size) if size.strip().isdigit() else None,
-            architecture=facts.architectures[0] if facts and facts.architectures else None,
-            model_type=facts.model_type if facts else None,
-            num_layers=facts.num_layers if facts else None,
-            num_experts=facts.num_experts if facts else None,
-            num_experts_per_token=facts.num_experts_per_token if facts else None,
-            attention=facts.attention.kind.value if facts and facts.attention.kind else None,
-            quantization=facts.quantization.scheme if facts else None,
-            max_position_embeddings=facts.max_position_embeddings if facts else None,
-            kv_bytes_per_token=estimate_kv_bytes_per_token(facts) if facts else None,
-            lineage=lineage,
-            config_error=None if config is not None else "no config.json",
-            facts=facts,
-        )
-    for path, body in sorted(sections[Section.GGUF].items()):
-        models[path] = _gguf_model(path, body, sections[Section.PROVENANCE].get(path))
+def _models(found: ModelFiles) -> dict[str, ModelInfo]:
+    models = {path: _dir_model(path, entry) for path, entry in found.dirs.items()}
+    models.update({path: _gguf_model(path, entry) for path, entry in found.ggufs.items()})
     return models
 
 
-def _gguf_model(path: str, body: str, provenance: str | None) -> ModelInfo:
-    """A GGUF file's facts: its size (first line), its header (the base64 rest) and the
-    lineage file beside it."""
-    size, _, head = body.partition("\n")
-    facts = parse_gguf_base64(head)
+def _dir_model(path: str, entry: ModelDir) -> ModelInfo:
+    """A model directory's facts: its size, its config.json's, the lineage beside it."""
+    facts = entry.config
     return ModelInfo(
         path=path,
-        size_bytes=int(size) if size.strip().isdigit() else None,
+        size_bytes=entry.size_bytes,
+        architecture=facts.architectures[0] if facts and facts.architectures else None,
+        model_type=facts.model_type if facts else None,
+        num_layers=facts.num_layers if facts else None,
+        num_experts=facts.num_experts if facts else None,
+        num_experts_per_token=facts.num_experts_per_token if facts else None,
+        attention=facts.attention.kind.value if facts and facts.attention.kind else None,
+        quantization=facts.quantization.scheme if facts else None,
+        max_position_embeddings=facts.max_position_embeddings if facts else None,
+        kv_bytes_per_token=estimate_kv_bytes_per_token(facts) if facts else None,
+        lineage=entry.lineage,
+        config_error=None if facts is not None else "no config.json",
+        facts=facts,
+    )
+
+
+def _gguf_model(path: str, entry: GgufFile) -> ModelInfo:
+    """A GGUF file's facts: its size, its header's and the lineage file beside it."""
+    facts = entry.header
+    return ModelInfo(
+        path=path,
+        size_bytes=entry.size_bytes,
         architecture=facts.architecture,
         model_type=facts.architecture,
         num_layers=facts.block_count,
@@ -207,6 +196,6 @@ def _gguf_model(path: str, body: str, provenance: str | None) -> ModelInfo:
         quantization=facts.file_type,
         max_position_embeddings=facts.context_length,
         kv_bytes_per_token=facts.kv_bytes_per_token,
-        lineage=parse_provenance(provenance).as_dict() if provenance else {},
+        lineage=entry.lineage,
         config_error=None if facts.architecture else "no GGUF header read",
     )

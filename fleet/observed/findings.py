@@ -255,7 +255,7 @@ def _speculative_mix(observation: Observation) -> Iterator[Finding]:
             target="fleet",
             severity=Severity.INFO,
             message=f"{len(methods)} speculative methods coexist ({listing}); a "
-            "--speculative-config copied between them silently breaks",
+            "speculative setting copied between them silently breaks",
         )
 
 

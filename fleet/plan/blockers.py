@@ -198,7 +198,7 @@ def _kv_blockers(desired: DesiredFleet, seat: Seat, base: Basis) -> Iterator[Blo
     figures = f"{_budget_text(seat, budget)} -> {tokens:,} KV tokens ({base.source})"
     # vLLM's own Maximum concurrency where it predicts one (for hybrid models, KV tokens /
     # context undercounts: vLLM reports tokens per KV cache group), as the health gate judges
-    concurrency = predict.engine_concurrency(base, seat) or tokens / seat.context
+    concurrency = predict.max_concurrency(base, seat) or tokens / seat.context
     if _refuses(base, seat, budget, tokens):
         yield Blocker(
             target=seat.name,

@@ -40,6 +40,8 @@ def predict_seat(desired: DesiredFleet, observation: Observation, seat: Seat) ->
         return Prediction(
             kv_tokens=tokens,
             concurrency=tokens / seat.context if tokens else None,
+            max_concurrency=tokens / seat.context if tokens else None,
+            context=seat.context,
             source=PredictionSource.ESTIMATE,
             band=band,
             unknown=(engine.KV_SIZING,),
@@ -50,7 +52,8 @@ def predict_seat(desired: DesiredFleet, observation: Observation, seat: Seat) ->
         kv_cache_bytes=predict.kv_budget(base, seat),
         kv_tokens=tokens,
         concurrency=round(tokens / seat.context, 4) if tokens is not None else None,
-        engine_concurrency=predict.engine_concurrency(base, seat),
+        max_concurrency=predict.max_concurrency(base, seat),
+        context=seat.context,
         source=base.source if tokens is not None else None,
         band=band,
         max_model_len=base.max_model_len,
@@ -60,7 +63,8 @@ def predict_seat(desired: DesiredFleet, observation: Observation, seat: Seat) ->
 
 
 class Budgets(CoreModel):
-    """Per-GPU KV budgets for a seat's context: the band's ends and a target inside it."""
+    """Per-GPU KV budgets for a seat's context: the band's ends and a target inside it
+    (`target_concurrency`, the engine's `Maximum concurrency` the target gives)."""
 
     low: int
     high: int
@@ -82,15 +86,18 @@ def band_budgets(
     basis: Basis, seat: Seat, band: ConcurrencyBand, concurrency: float | None = None
 ) -> Budgets | None:
     """The budgets inside the band (None: unknown layout, or no budget is); the target is
-    the middle of the band unless `concurrency` says, rounded up to whole MiB."""
+    the middle of the band unless `concurrency` says, rounded up to whole MiB. The band
+    judges the engine's `Maximum concurrency` at the seat's context, as the health gate
+    does (for sliding-window and hybrid models it is not KV tokens / context)."""
     layout = sizing_layout(basis)
     if layout is None:
         return None
     wanted = concurrency if concurrency is not None else (band.min + band.max) / 2
-    floor = layout.request_bytes(seat.context)  # below it vLLM refuses to start
-    low = max(layout.budget_for(math.ceil(band.min * seat.context)), floor)
-    high = layout.largest_budget(math.floor(band.max * seat.context))
-    target = max(layout.budget_for(math.ceil(wanted * seat.context)), floor)
+    context = seat.context
+    floor = layout.request_bytes(context)  # below it vLLM refuses to start
+    low = max(layout.budget_for_concurrency(band.min, context), floor)
+    high = layout.largest_budget_for_concurrency(band.max, context)
+    target = max(layout.budget_for_concurrency(wanted, context), floor)
     if low > high:
         return None
     target = -(-target // MIB) * MIB
@@ -147,6 +154,7 @@ class Fit(CoreModel):
     budgets: Budgets | None
     chosen: int | None
     kv_tokens: int | None
+    max_concurrency: float | None = None
     utilization: float | None
     utilization_range: tuple[float | None, float | None]
     reason: str | None = None
@@ -187,6 +195,11 @@ def fit_seat(
         budgets=budgets,
         chosen=chosen,
         kv_tokens=layout.tokens(chosen) if layout and chosen is not None else None,
+        max_concurrency=(
+            round(layout.max_concurrency(chosen, seat.context), 4)
+            if layout and chosen is not None
+            else None
+        ),
         utilization=utilization_for(base, chosen) if chosen is not None else None,
         utilization_range=(
             utilization_for(base, low) if low is not None else None,

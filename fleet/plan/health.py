@@ -93,12 +93,18 @@ def _judge_running(
     tokens = live.engine.kv_cache_tokens if live.engine else None
     if not tokens:
         return _starting("startup log reports no KV-cache tokens yet")
+    # vLLM's own Maximum concurrency where it logs one (for sliding-window and hybrid
+    # models KV tokens / context is not it), as plan and `fleet fit` predict it
     logged = live.engine.max_concurrency if live.engine else None
     concurrency = logged or engines.concurrency(tokens, seat.context) or 0.0
     if not band.min <= concurrency <= band.max:
+        how = (
+            f"vLLM's Maximum concurrency at {seat.context:,}"
+            if logged
+            else f"{tokens:,} KV tokens / {seat.context:,}"
+        )
         return _failed(
-            f"concurrency {concurrency:.2f}x ({tokens:,} KV tokens / "
-            f"{seat.context:,}) is outside {band.min:g}x..{band.max:g}x"
+            f"concurrency {concurrency:.2f}x ({how}) is outside {band.min:g}x..{band.max:g}x"
         )
     if gpu_facts and tuple(sorted(live.gpus)) != tuple(sorted(seat.gpus)):
         return _starting(

@@ -8,7 +8,7 @@ prediction every seat action carries (`fleet.plan.plan`) and sizes budgets for
 Each figure says where it came from. `exact`: a startup log on the host ran the same model
 with the same KV budget, tensor parallel size, KV dtype and speculative decoding
 (`fleet.plan.exact_log`), so its logged KV tokens are reused. `estimate`: from
-config.json, laid out as vLLM lays out its KV cache (`fleet.facts.kv_estimate.kv_layout`);
+config.json, laid out as vLLM lays out its KV cache (`fleet.plan.seat_layout`);
 with only the summary observation keeps of config.json (`ModelInfo.kv_bytes_per_token`)
 models whose layers all cache every token.
 A `gpu_memory_utilization` budget is what the fraction leaves after the weights (logged by
@@ -29,14 +29,14 @@ from fleet.facts.kv_estimate import (
     KvLayout,
     kv_dtype,
     kv_dtype_bytes,
-    kv_layout,
-    layer_token_bytes,
     pipeline_parallel,
     uniform_layout,
 )
 from fleet.facts.model_config import ModelFacts
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
 from fleet.plan.exact_log import exact_log
+from fleet.plan.seat_layout import log_layout as log_layout
+from fleet.plan.seat_layout import seat_layout
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
 from fleet.units import format_bytes
 
@@ -46,7 +46,6 @@ ENGINE_OVERHEAD_MIB = 1024  # CUDA context, activations and graphs beside weight
 # CUDA context and activations, ~0.4 GiB plus 2% of the weights (a 1.5B model at 0.055 of
 # 96 GiB logged 4.70x at 16,384 tokens: ~0.33 GiB beside its weights and KV).
 FRACTION_OVERHEAD_MIB = 400
-DRAFTER_HEAD_LAYERS = 1  # an EAGLE head or MTP module is one decoder layer unless told
 
 
 class PredictionSource(StrEnum):
@@ -69,28 +68,37 @@ class Prediction(CoreModel):
     kv_cache_bytes: int | None = Field(None, description="per-GPU KV budget the figures assume")
     kv_tokens: int | None = Field(None, description="the engine's `GPU KV cache size`")
     concurrency: float | None = Field(None, description="KV tokens / context")
-    engine_concurrency: float | None = Field(
-        None, description="vLLM's own `Maximum concurrency` (not tokens / context for hybrids)"
+    max_concurrency: float | None = Field(
+        None,
+        description="the engine's `Maximum concurrency` at the seat's context, what the band "
+        "judges (not tokens / context for sliding-window and hybrid models)",
     )
+    context: int | None = Field(None, description="the context the concurrency is for")
     source: PredictionSource | None = Field(None, description="exact (a log) or estimate")
     band: ConcurrencyBand
     max_model_len: int | None = Field(None, description="most context config.json allows")
     gpu_memory: dict[int, GpuMemory] = Field(default_factory=dict)
     unknown: tuple[str, ...] = Field((), description="facts that could not be read")
 
+    @property
+    def band_concurrency(self) -> float | None:
+        """What the band judges: the engine's `Maximum concurrency`, else tokens / context."""
+        return self.max_concurrency if self.max_concurrency is not None else self.concurrency
+
     def describe(self) -> str:
-        """`KV 10GiB -> ~109,000 tokens = 3.33x (band 1.2x..2.5x), estimate`."""
+        """`KV 24GiB -> ~205,700 tokens, max concurrency 1.57x at 131,072 (band
+        1.2x..2.5x), estimate`."""
         band = f"band {self.band.min:g}x..{self.band.max:g}x"
         kv = "KV" if self.kv_cache_bytes is None else f"KV {size_text(self.kv_cache_bytes)}"
-        if self.kv_tokens is None or self.concurrency is None:
+        concurrency = self.band_concurrency
+        if self.kv_tokens is None or concurrency is None:
             return f"{kv}: KV tokens cannot be predicted ({band})"
         exact = self.source is PredictionSource.EXACT
         tokens = f"{self.kv_tokens:,}" if exact else f"~{_rounded(self.kv_tokens):,}"
-        text = f"{kv} -> {tokens} tokens = {self.concurrency:.2f}x ({band}), {self.source}"
-        engine = self.engine_concurrency
-        if engine and abs(engine - self.concurrency) > 0.05 * max(engine, self.concurrency):
-            text += f"; vLLM's own Maximum concurrency {engine:.2f}x"
-        return text
+        at = f" at {self.context:,}" if self.context else ""
+        return f"{kv} -> {tokens} tokens, max concurrency {concurrency:.2f}x{at} ({band}), " + str(
+            self.source
+        )
 
 
 class Basis(CoreModel):
@@ -192,14 +200,16 @@ def kv_tokens(basis: Basis, seat: Seat) -> int | None:
     return basis.layout.tokens(budget) if basis.layout and budget is not None else None
 
 
-def engine_concurrency(basis: Basis, seat: Seat) -> float | None:
-    """vLLM's `Maximum concurrency` line: logged, or from the layout."""
-    exact = basis.exact
-    if exact is not None:  # the log's figure is for its own context: scale it to the seat's
+def max_concurrency(basis: Basis, seat: Seat) -> float | None:
+    """vLLM's `Maximum concurrency` line at the seat's context: logged by a log of this
+    configuration at that context, else from the layout (else the log's, scaled)."""
+    exact, budget = basis.exact, kv_budget(basis, seat)
+    if exact is not None and exact.max_model_len == seat.context and exact.max_concurrency:
+        return exact.max_concurrency
+    if exact is not None and basis.layout is None:  # the log's figure, scaled to the context
         if exact.max_concurrency is None or not exact.max_model_len:
             return None
         return round(exact.max_concurrency * exact.max_model_len / seat.context, 4)
-    budget = kv_budget(basis, seat)
     if basis.layout is None or budget is None:
         return None
     return round(basis.layout.max_concurrency(budget, seat.context), 4)
@@ -219,9 +229,7 @@ def _layout(
     dtype = kv_dtype(seat.extra_args)
     tp, pp = len(seat.gpus), pipeline_parallel(seat.extra_args)
     if facts is not None:
-        extra = drafter_layers(seat, facts, model_facts(_draft_info(host, seat)))
-        spec_tokens = seat.speculative.num_tokens if seat.speculative else 0
-        layout = kv_layout(facts, dtype, tp, pp, extra, spec_tokens)
+        layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)))
         return layout, "" if layout else f"config.json of {seat.model} is too thin to size KV"
     if info is None or info.kv_bytes_per_token is None:
         return None, f"no KV bytes per token known for {seat.model} (config.json not read)"
@@ -259,25 +267,8 @@ def _weights_mib(host: ObservedHost, seat: Seat, info: ModelInfo | None) -> int 
 def gpu_total_mib(desired: DesiredFleet, host: ObservedHost, index: int) -> int | None:
     """A GPU's memory as nvidia-smi reports it, else as the host's file declares it."""
     for gpu in host.gpus:
-        if gpu.index == index:
+        if gpu.index == index and gpu.memory_total_mib:  # 0: nvidia-smi did not say
             return gpu.memory_total_mib
     spec = desired.hosts.get(host.name)
     declared = [g.memory // MIB for g in spec.gpus if g.index == index] if spec else []
     return declared[0] if declared else None
-
-
-def drafter_layers(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> int:
-    """Layers a speculative drafter adds to the engine's KV cache, counted in the model's
-    own layers (a drafter of another geometry in as many as its bytes per token take)."""
-    spec = seat.speculative
-    if spec is None or spec.method in ("ngram", "ngram_gpu", "suffix"):
-        return 0
-    if spec.draft_model is None:  # the model's own MTP layers
-        return facts.mtp_layers if facts.mtp_layers is not None else DRAFTER_HEAD_LAYERS
-    if draft is None or not draft.num_layers:
-        return DRAFTER_HEAD_LAYERS
-    element, tp = kv_dtype_bytes(kv_dtype(seat.extra_args)) or 2, len(seat.gpus)
-    mine, theirs = layer_token_bytes(facts, element, tp), layer_token_bytes(draft, element, tp)
-    if not mine or not theirs:
-        return draft.num_layers
-    return -(-draft.num_layers * theirs // mine)

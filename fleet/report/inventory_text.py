@@ -104,7 +104,7 @@ def _gpu(gpu: GpuRow, seats: list[SeatRow]) -> list[str]:
         "",
     ]
     if seats:
-        lines += [*_seat_table(seats), ""]
+        lines += [*_seat_table(seats, gpu.index), ""]
     else:
         lines += ["No seats.", ""]
     return lines
@@ -146,7 +146,18 @@ COLUMNS = (
 )
 
 
-def _seat_table(seats: list[SeatRow]) -> list[str]:
+def _vram(seat: SeatRow, gpu: int | None) -> str:
+    """A seat's VRAM under one GPU: its share there; a tensor-parallel seat's total is said
+    once, under its first GPU."""
+    if gpu is None or len(seat.gpus) < 2:
+        return f"{seat.vram_mib:,}"
+    share = f"{seat.vram_mib // len(seat.gpus):,}"
+    if gpu != min(seat.gpus):
+        return share
+    return f"{share} ({seat.vram_mib:,} over GPUs {', '.join(map(str, sorted(seat.gpus)))})"
+
+
+def _seat_table(seats: list[SeatRow], gpu: int | None = None) -> list[str]:
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for seat in seats:
         cells = [
@@ -162,7 +173,7 @@ def _seat_table(seats: list[SeatRow]) -> list[str]:
             _number(seat.kv_cache_tokens, "{:,}"),
             _number(seat.context, "{:,}"),
             _number(seat.concurrency, "{:.2f}x"),
-            f"{seat.vram_mib:,}",
+            _vram(seat, gpu),
             _cell(seat.speculative),
             f"`{seat.image}`"
             + (

@@ -83,9 +83,11 @@ def plan_lines(plan: Plan, *, diff: bool = False) -> list[Line]:
 
 
 def prediction_lines(prediction: Prediction) -> list[Line]:
-    """`= KV 10GiB -> ~109,000 tokens = 1.67x (band 1.2x..2.5x), estimate`, its GPUs, gaps."""
+    """`= KV 10GiB -> ~109,000 tokens, max concurrency 1.67x at 65,536 (band 1.2x..2.5x),
+    estimate`, its GPUs, gaps."""
     band = prediction.band
-    inside = prediction.concurrency is None or band.min <= prediction.concurrency <= band.max
+    concurrency = prediction.band_concurrency
+    inside = concurrency is None or band.min <= concurrency <= band.max
     lines: list[Line] = [("cyan" if inside else "red", f"      = {prediction.describe()}")]
     lines += [
         ("dim", f"      = GPU {gpu}: {m.used_mib:,} of {m.total_mib:,} MiB with every seat on it")

@@ -4,9 +4,10 @@ A host names its runtime in desired/hosts/<host>.yaml (`runtime: compose`, the d
 The protocol is `fleet.runtimes.base.Runtime`:
 
 - `NAME`, and `DEFINITION`: what plan calls a seat's definition (`compose definition`);
-- `host_facts(host)` / `seat_facts(seat)`: the fact-script entries (`fleet.facts.script.Fact`)
-  about the seats the host runs, and about one seat for the health gate;
-- `read_seats(sections)` -> `SeatInstances`: each seat's instance (`ContainerFact`: state,
+- `host_facts(host)` / `seat_facts(seat)`: the fact-script entries (`Fact.entry` of the
+  runtime's own `fleet.facts.script.Fact`s) about the seats the host runs, and about one
+  seat for the health gate;
+- `read_seats(output)` -> `SeatInstances`: each seat's instance (`ContainerFact`: state,
   pid, labels, live argv), its log since its last start, the definitions fleet wrote there,
   or why the runtime did not answer;
 - `owner(cgroup)`: the instance a GPU process belongs to, from /proc/<pid>/cgroup;
@@ -24,15 +25,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fleet.facts import script
-from fleet.runtimes.base import Runtime, SeatInstances, Sections
+from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
+from fleet.facts.host_facts import host_entries
+from fleet.facts.script import script
+from fleet.runtimes.base import Runtime, SeatInstances
 from fleet.runtimes.compose import COMPOSE
 from fleet.runtimes.systemd import SYSTEMD
 from fleet.spec.models import Host
 
 RUNTIMES: dict[str, Runtime] = {COMPOSE.NAME: COMPOSE, SYSTEMD.NAME: SYSTEMD}
 
-__all__ = ["RUNTIMES", "Runtime", "SeatInstances", "Sections", "host_script", "runtime_for"]
+__all__ = ["RUNTIMES", "Runtime", "SeatInstances", "host_script", "runtime_for", "seat_script"]
 
 
 def runtime_for(host: Host | str) -> Runtime:
@@ -43,10 +46,16 @@ def runtime_for(host: Host | str) -> Runtime:
 def host_script(host: Host, model_paths: Iterable[str]) -> str:
     """The fact script of a host: its GPUs, what its runtime reports of its seats, its
     models, its apply lock and journal (one round trip)."""
-    facts = runtime_for(host).host_facts(host)
-    return script.host_script(host.models_root, model_paths, host.compose_dir, facts)
+    return script(
+        (
+            GPUS.entry(),
+            GPU_PROCESSES.entry(),
+            *runtime_for(host).host_facts(host),
+            *host_entries(host.models_root, list(model_paths), host.compose_dir),
+        )
+    )
 
 
 def seat_script(host: Host, seat: str) -> str:
     """What the health gate reads about one seat on its host (one round trip)."""
-    return script.seat_script(runtime_for(host).seat_facts(seat))
+    return script((GPUS.entry(), GPU_PROCESSES.entry(), *runtime_for(host).seat_facts(seat)))

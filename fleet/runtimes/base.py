@@ -14,17 +14,14 @@ hash) and the reconciler (fact scripts, adapters).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pydantic import Field
 
 from fleet.base import CoreModel
 from fleet.facts.docker_inspect import ContainerFact
-from fleet.facts.script import Fact
+from fleet.facts.script import FactOutput
 from fleet.spec.models import DesiredFleet, Host, Seat
-
-Sections = Mapping[str, Mapping[str, str]]  # section -> argument -> body of the fact script
 
 
 class SeatInstances(CoreModel):
@@ -51,17 +48,17 @@ class Runtime(Protocol):
     NAME: str
     DEFINITION: str
 
-    def host_facts(self, host: Host) -> tuple[Fact, ...]:
-        """The fact-script entries about every seat instance on the host and the
-        definitions fleet wrote there."""
+    def host_facts(self, host: Host) -> tuple[str, ...]:
+        """The fact-script entries (`Fact.entry`) about every seat instance on the host and
+        the definitions fleet wrote there."""
         ...
 
-    def seat_facts(self, seat: str) -> tuple[Fact, ...]:
-        """Only what the health gate reads about one seat's instance."""
+    def seat_facts(self, seat: str) -> tuple[str, ...]:
+        """Only the entries the health gate reads about one seat's instance."""
         ...
 
-    def read_seats(self, sections: Sections) -> SeatInstances:
-        """The instances, logs and definitions those entries printed."""
+    def read_seats(self, output: FactOutput) -> SeatInstances:
+        """The instances, logs and definitions those entries printed, read by their facts."""
         ...
 
     def owner(self, cgroup: str) -> str | None:

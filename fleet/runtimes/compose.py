@@ -22,9 +22,9 @@ from fleet.engines import engine_for
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
-from fleet.facts.script import LOG_LINES, Fact, Section
+from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts, body
 from fleet.names import COMPOSE_NAME, HASH_LABEL, MANAGED_LABEL, SEAT_LABEL, in_compose_dir
-from fleet.runtimes.base import SeatInstances, Sections
+from fleet.runtimes.base import SeatInstances
 from fleet.secrets import compose_escape, mask_argv
 from fleet.spec.models import DesiredFleet, Host, Seat
 
@@ -119,35 +119,49 @@ def render_compose(desired: DesiredFleet, host_name: str) -> str:
     return dump_yaml(document, HEADER)
 
 
-def _containers(selector: str) -> tuple[Fact, ...]:
+def _containers_command(selector: str) -> str:
     """Every container (or those `docker ps` selects), its inspect, its image's, the engine
-    process's live argv and its log since its start."""
+    process's live argv (/proc/<pid>/cmdline) and its log since its start."""
     return (
-        Fact(
-            Section.DOCKER_RC,
-            f"ids=$(docker ps -aq --no-trunc{selector} 2>/dev/null)\nmark docker-rc $?\n",
-        ),
-        Fact(
-            Section.INSPECT,
-            'if [ -n "$ids" ]; then\n  mark inspect; docker inspect $ids\n',
-            parse_docker_inspect,
-        ),
-        Fact(
-            Section.IMAGES,
-            "  mark images; docker image inspect"
-            " $(docker inspect -f '{{.Image}}' $ids | sort -u)\n",
-        ),
-        Fact(
-            Section.LOGS,
-            "  docker inspect -f '{{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids |\n"
-            "  while read -r id pid started; do\n"
-            '    [ "$pid" -gt 0 ] && { mark cmdline "$id";'
-            " tr '\\0' '\\n' < \"/proc/$pid/cmdline\"; }\n"
-            '    mark logs "$id"; docker logs --since "$started" "$id" 2>&1 |'
-            f" head -n {LOG_LINES}\n"
-            "  done\nfi\n",
-        ),
+        f"ids=$(docker ps -aq --no-trunc{selector} 2>/dev/null)\nmark docker-rc $?\n"
+        'if [ -n "$ids" ]; then\n  mark inspect; docker inspect $ids\n'
+        "  mark images; docker image inspect"
+        " $(docker inspect -f '{{.Image}}' $ids | sort -u)\n"
+        "  docker inspect -f '{{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids |\n"
+        "  while read -r id pid started; do\n"
+        '    [ "$pid" -gt 0 ] && { mark cmdline "$id";'
+        " tr '\\0' '\\n' < \"/proc/$pid/cmdline\"; }\n"
+        '    mark logs "$id"; docker logs --since "$started" "$id" 2>&1 |'
+        f" head -n {LOG_LINES}\n"
+        "  done\nfi\n"
     )
+
+
+def _read_containers(parts: Parts) -> SeatInstances:
+    containers = parse_docker_inspect(body(parts, "inspect"), body(parts, "images"))
+    return SeatInstances(
+        instances=tuple(_live_argv(c, parts["cmdline"].get(c.id)) for c in containers),
+        logs={c.id: parts["logs"].get(c.id, "") for c in containers},
+        error=None if "0" in parts["docker-rc"] else NOT_ANSWERING,
+    )
+
+
+NOT_ANSWERING = "docker is not answering on this host"
+CONTAINERS: Fact[SeatInstances] = Fact(
+    name="containers",
+    command=_containers_command,
+    sections=("docker-rc", "inspect", "images", "cmdline", "logs"),
+    process=_read_containers,
+    default=SeatInstances(error=NOT_ANSWERING),
+    requires_command="docker",
+)
+COMPOSE_FILE: Fact[dict[str, dict[str, Any]]] = Fact(
+    name="compose-file",
+    command=lambda path: f"[ -f {(p := shlex.quote(path))} ] && {{ mark compose; cat {p}; }}\n",
+    sections=("compose",),
+    process=lambda parts: parse_compose_services(body(parts, "compose")),
+    default={},
+)
 
 
 def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
@@ -166,35 +180,14 @@ class ComposeRuntime:
     NAME = "compose"
     DEFINITION = "compose definition"
 
-    def host_facts(self, host: Host) -> tuple[Fact, ...]:
-        written = shlex.quote(compose_path(host))
-        return (
-            *_containers(""),
-            Fact(
-                Section.COMPOSE,
-                f"[ -f {written} ] && {{ mark compose; cat {written}; }}\n",
-                parse_compose_services,
-            ),
-        )
+    def host_facts(self, host: Host) -> tuple[str, ...]:
+        return (CONTAINERS.entry(""), COMPOSE_FILE.entry(compose_path(host)))
 
-    def seat_facts(self, seat: str) -> tuple[Fact, ...]:
-        return _containers(" --filter " + shlex.quote(f"label={SEAT_LABEL}={seat}"))
+    def seat_facts(self, seat: str) -> tuple[str, ...]:
+        return (CONTAINERS.entry(" --filter " + shlex.quote(f"label={SEAT_LABEL}={seat}")),)
 
-    def read_seats(self, sections: Sections) -> SeatInstances:
-        def part(kind: Section) -> dict[str, str]:
-            return dict(sections.get(kind, {}))
-
-        containers = parse_docker_inspect(
-            part(Section.INSPECT).get("", ""), part(Section.IMAGES).get("", "")
-        )
-        return SeatInstances(
-            instances=tuple(_live_argv(c, part(Section.CMDLINE).get(c.id)) for c in containers),
-            logs={c.id: part(Section.LOGS).get(c.id, "") for c in containers},
-            definitions=parse_compose_services(part(Section.COMPOSE).get("", "")),
-            error=None
-            if part(Section.DOCKER_RC).get("0") is not None
-            else "docker is not answering on this host",
-        )
+    def read_seats(self, output: FactOutput) -> SeatInstances:
+        return output[CONTAINERS].model_copy(update={"definitions": output[COMPOSE_FILE]})
 
     def owner(self, cgroup: str) -> str | None:
         return parse_cgroup(cgroup)

@@ -19,12 +19,12 @@ from typing import Any
 
 from fleet.facts.cgroup import parse_cgroup_unit
 from fleet.facts.docker_inspect import ContainerFact
-from fleet.facts.script import LOG_LINES, Fact, Section
+from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts
 from fleet.facts.systemctl import PROPERTIES, UnitStatus, parse_show_blocks, unit_status
 from fleet.facts.unit_journal import parse_unit_journal
 from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.runtimes import systemd_unit as units
-from fleet.runtimes.base import SeatInstances, Sections
+from fleet.runtimes.base import SeatInstances
 from fleet.secrets import mask_argv, mask_env_value
 from fleet.spec.models import DesiredFleet, Host, Seat
 
@@ -35,6 +35,7 @@ def _unit_loop(selector: str) -> str:
     """Shell printing, for each unit `selector` lists, what observe reads of it."""
     unit_file = f'"{units.UNIT_DIR}/$u"'
     return (
+        "systemctl show -p Version --value >/dev/null 2>&1\nmark systemd-rc $?\n"
         f"units=$({selector})\n"
         "for u in $units; do\n"
         f'  mark unit "$u"; systemctl show "$u" -p {",".join(PROPERTIES)}\n'
@@ -50,12 +51,7 @@ def _unit_loop(selector: str) -> str:
 
 HOST_UNITS = (
     f"cd {units.UNIT_DIR} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
-    f" grep -l -E '^ExecStart=[^ ]*{ENGINE_EXECUTABLES}' *.service 2>/dev/null; }} | sort -u; cd /"
-)
-
-
-ANSWERS = Fact(
-    Section.SYSTEMD_RC, "systemctl show -p Version --value >/dev/null 2>&1\nmark systemd-rc $?\n"
+    f" grep -l -E '^ExecStart=[^ ]*{ENGINE_EXECUTABLES}' *.service 2>/dev/null; }} | sort -u"
 )
 
 
@@ -146,43 +142,54 @@ def _instance(
     )
 
 
+NOT_ANSWERING = "systemd is not answering on this host"
+
+
+def _read_units(parts: Parts) -> SeatInstances:
+    """Every listed unit as an instance, its run's log, and the definitions fleet wrote."""
+    listed, files = dict(parts["unit"]), dict(parts["unit-file"])
+    instances, logs, definitions = [], {}, {}
+    for unit in sorted(listed):
+        blocks = parse_show_blocks(listed[unit])
+        status = unit_status(blocks[0] if blocks else {}, unit)
+        text = files.get(unit, "")
+        definition = _as_running(parse_unit_definition(text), status, text)
+        instances.append(_instance(unit, status, parts["cmdline"].get(unit, ""), definition))
+        logs[unit] = parse_unit_journal(parts["logs"].get(unit, ""), unit).text
+        if definition["labels"]:
+            definitions[definition["labels"][SEAT_LABEL]] = definition
+    return SeatInstances(
+        instances=tuple(instances),
+        logs=logs,
+        definitions=definitions,
+        error=None if "0" in parts["systemd-rc"] else NOT_ANSWERING,
+    )
+
+
+UNITS: Fact[SeatInstances] = Fact(
+    name="units",
+    command=_unit_loop,
+    sections=("systemd-rc", "unit", "cmdline", "logs", "unit-file"),
+    process=_read_units,
+    default=SeatInstances(error=NOT_ANSWERING),
+    requires_command="systemctl",
+)
+
+
 class SystemdRuntime:
     """Seats as systemd units on the host (`fleet-<seat>.service`)."""
 
     NAME = "systemd"
     DEFINITION = "unit definition"
 
-    def host_facts(self, host: Host) -> tuple[Fact, ...]:
-        return (ANSWERS, Fact(Section.UNIT, _unit_loop(HOST_UNITS)))
+    def host_facts(self, host: Host) -> tuple[str, ...]:
+        return (UNITS.entry(HOST_UNITS),)
 
-    def seat_facts(self, seat: str) -> tuple[Fact, ...]:
-        listed = f"echo {shlex.quote(units.unit_name(seat))}"
-        return (ANSWERS, Fact(Section.UNIT, _unit_loop(listed)))
+    def seat_facts(self, seat: str) -> tuple[str, ...]:
+        return (UNITS.entry(f"echo {shlex.quote(units.unit_name(seat))}"),)
 
-    def read_seats(self, sections: Sections) -> SeatInstances:
-        listed = dict(sections.get(Section.UNIT, {}))
-        files = dict(sections.get(Section.UNIT_FILE, {}))
-        instances, logs, definitions = [], {}, {}
-        for unit in sorted(listed):
-            blocks = parse_show_blocks(listed[unit])
-            status = unit_status(blocks[0] if blocks else {}, unit)
-            definition = _as_running(
-                parse_unit_definition(files.get(unit, "")), status, files.get(unit, "")
-            )
-            cmdline = dict(sections.get(Section.CMDLINE, {})).get(unit, "")
-            instance = _instance(unit, status, cmdline, definition)
-            instances.append(instance)
-            journal = dict(sections.get(Section.LOGS, {})).get(unit, "")
-            logs[unit] = parse_unit_journal(journal, unit).text
-            if definition["labels"]:
-                definitions[definition["labels"][SEAT_LABEL]] = definition
-        answered = dict(sections.get(Section.SYSTEMD_RC, {})).get("0") is not None
-        return SeatInstances(
-            instances=tuple(instances),
-            logs=logs,
-            definitions=definitions,
-            error=None if answered else "systemd is not answering on this host",
-        )
+    def read_seats(self, output: FactOutput) -> SeatInstances:
+        return output[UNITS]
 
     def owner(self, cgroup: str) -> str | None:
         return parse_cgroup_unit(cgroup)

@@ -26,7 +26,7 @@ from reconciler.cli import observe as cli_observe
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import reconcile as cli_reconcile
 from reconciler.cli import spec as cli_spec
-from reconciler.cli.app import app
+from reconciler.cli.app import CliContext, app
 from reconciler.cli.explain import explain_app
 from reconciler.cli.output import Output
 
@@ -48,19 +48,22 @@ USAGE_ERRORS: tuple[type[Exception], ...] = (typer.TyperException,)
 def main() -> None:
     """Entry point: run the app inside the one error boundary."""
     try:
-        _run()
+        code = run(sys.argv[1:], CliContext())
     finally:
         # Nothing is left to collect but what the interpreter frees on exit: without the
         # final cyclic collection over every module's objects (pydantic's schemas,
         # paramiko, cryptography), an observing command exits ~0.07 s sooner.
         gc.freeze()
+    sys.exit(code)
 
 
-def _run() -> None:
-    output = Output()
+def run(args: Sequence[str], context: CliContext) -> int:
+    """Run one command line with what `context` hands it (SSH and the real clock, or a
+    test's fake hosts and clock); its exit code. Every error is printed here."""
+    output = context.output
     try:
-        command = command_for(sys.argv[1:])
-        code = command.main(sys.argv[1:], standalone_mode=False, prog_name="fleet", obj=output)
+        command = command_for(args)
+        code = command.main(list(args), standalone_mode=False, prog_name="fleet", obj=context)
     except typer.Exit as done:
         code = done.exit_code
     except ValidationFailed as failure:
@@ -68,18 +71,18 @@ def _run() -> None:
 
         output.problems([p for p in failure.problems if isinstance(p, Problem)])
         output.error(str(failure))
-        sys.exit(1)
+        return 1
     except FleetError as failure:
         output.error(str(failure))
-        sys.exit(1)
+        return 1
     except typer.Abort:
         output.note("aborted", style="red")
-        sys.exit(1)
+        return 1
     except USAGE_ERRORS as failure:
-        sys.exit(_usage_error(output, failure))
+        return _usage_error(output, failure)
     except Exception as failure:  # the boundary: anything else is our bug
-        sys.exit(_internal_error(output, failure))
-    sys.exit(code if isinstance(code, int) else 0)
+        return _internal_error(output, failure)
+    return code if isinstance(code, int) else 0
 
 
 def command_for(args: Sequence[str]) -> TyperGroup:

@@ -15,7 +15,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import DesiredOption, PruneOption, SeatOption, app, open_fleet, output_of
+from reconciler.cli.app import (
+    DesiredOption,
+    PruneOption,
+    SeatOption,
+    app,
+    clock_of,
+    open_fleet,
+    output_of,
+    sessions_of,
+)
 from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
@@ -93,14 +102,13 @@ def apply(
 ) -> None:
     """Make the live fleet match desired/, behind health gates, rolling back on failure."""
     from fleet.errors import PlanError
-    from reconciler.adapters.connections import Connections
     from reconciler.cli.plan import print_plan
     from reconciler.workflows.apply import ApplyOptions, apply_plan
     from reconciler.workflows.plans import build_plan, commit_inventory, fresh_saved_plan
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
-    with Connections(repo.desired) as connections:
+    with sessions_of(ctx)(repo.desired) as connections:
         if plan_file is not None:
             plan = fresh_saved_plan(repo, connections, plan_file)
         else:
@@ -113,7 +121,7 @@ def apply(
         if plan.blockers:
             raise PlanError(f"{len(plan.blockers)} blocker(s): apply refuses this plan")
         _confirm(plan, auto_approve)
-        options = ApplyOptions(seat_timeout=timeout)
+        options = ApplyOptions(seat_timeout=timeout, clock=clock_of(ctx))
         done = apply_plan(repo.desired, connections, plan, options, TerminalReporter(output))
         output.line(f"Applied: {plan.summary()}", style="green")
         output.line(commit_inventory(repo, connections, done, push, plan.desired_commit))
@@ -128,14 +136,13 @@ def unlock(
 ) -> None:
     """Remove a host's apply lock left by an apply that is gone."""
     from fleet.errors import FleetError
-    from reconciler.adapters.connections import Connections
     from reconciler.workflows import locks
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
     if host not in repo.desired.hosts:
         raise FleetError(f"no host {host!r} in desired/hosts")
-    with Connections(repo.desired) as connections:
+    with sessions_of(ctx)(repo.desired) as connections:
         held = locks.break_lock(connections.get(host), repo.desired.hosts[host], force=force)
     if held is None:
         output.line(f"{host} is not locked")

@@ -11,7 +11,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import DesiredOption, JsonOption, SeatOption, app, open_fleet, output_of
+from reconciler.cli.app import (
+    DesiredOption,
+    JsonOption,
+    SeatOption,
+    app,
+    context_of,
+    open_fleet,
+    output_of,
+    sessions_of,
+)
 from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
@@ -44,7 +53,6 @@ def bench(
     """Measure warm decode, time to first token, speculative acceptance and, with --depth,
     deep prefill of each seat, one probe at a time."""
     from fleet.errors import FleetError
-    from reconciler.adapters.connections import Connections
     from reconciler.cli.observe import observe
     from reconciler.workflows.bench import BenchOptions, bench_seats
     from reconciler.workflows.plans import record_bench
@@ -54,9 +62,12 @@ def bench(
     output = output_of(ctx)
     repo = open_fleet(output, desired)
     names = _seats(repo.desired, seat)
-    observation = observe(output, repo)
+    observation = observe(context_of(ctx), repo)
     options = BenchOptions(runs, max_tokens, depth, via, set_baseline)  # type: ignore[arg-type]
-    with Connections(repo.desired) as connections, output.progress("measuring, one seat at a time"):
+    with (
+        sessions_of(ctx)(repo.desired) as connections,
+        output.progress("measuring, one seat at a time"),
+    ):
         results = bench_seats(
             repo.desired, connections, observation, names, options, repo.bench_record()
         )
@@ -65,7 +76,7 @@ def bench(
     else:
         _print(output, results)
     if write:
-        with Connections(repo.desired) as connections:
+        with sessions_of(ctx)(repo.desired) as connections:
             said = record_bench(repo, connections, results)
         if as_json:
             output.note(said)  # stdout stays one JSON document

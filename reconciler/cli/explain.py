@@ -4,7 +4,8 @@ Mounted by the main command line (`app.add_typer(explain_app, name="explain")`).
 the shell side: it reads the files, hands the text to the pure parsers in `fleet.facts`
 and prints a table, or JSON with `--json`. A file that cannot be read raises `FactError`,
 which the main command line prints as one red line. `explain log FILE --model CONFIG`
-shows the KV tokens the config predicts beside the ones the engine logged.
+shows what plan predicts from the config (KV tokens and maximum concurrency, the KV cache
+laid out as vLLM lays it out) beside what the engine logged.
 """
 
 from __future__ import annotations
@@ -92,21 +93,34 @@ def load_model_facts(path: Path) -> ModelFacts:
 
 
 def kv_estimate(report: EngineReport, facts: ModelFacts) -> dict[str, object]:
-    """The config's estimate beside the logged KV tokens; `ratio` is logged / estimated."""
-    from fleet.facts.kv_estimate import estimate_kv_bytes_per_token, estimate_kv_tokens
+    """What plan predicts from the config for the log's configuration (the KV cache laid out
+    as vLLM lays it out) beside what the engine logged; each `ratio` is logged / estimated."""
+    from fleet.facts.kv_estimate import GIB, estimate_kv_bytes_per_token
+    from fleet.plan.seat_layout import log_layout
 
-    kv_dtype = report.kv_cache_dtype or "auto"
-    tp = report.tensor_parallel_size or 1
-    estimated = None
-    if report.kv_cache_gib is not None:
-        estimated = estimate_kv_tokens(facts, report.kv_cache_gib, kv_dtype, tp)
-    logged = report.kv_cache_tokens
-    ratio = round(logged / estimated, 4) if logged is not None and estimated else None
+    layout = log_layout(facts, report)
+    tokens = most = None
+    context = report.max_model_len
+    if layout is not None and report.kv_cache_gib is not None:
+        budget = int(report.kv_cache_gib * GIB)
+        tokens = layout.tokens(budget)
+        most = round(layout.max_concurrency(budget, context), 2) if context else None
+    logged, logged_most = report.kv_cache_tokens, report.max_concurrency
     return {
-        "bytes_per_token_per_gpu": estimate_kv_bytes_per_token(facts, kv_dtype, tp),
-        "estimated_tokens": estimated,
+        "bytes_per_token_per_gpu": estimate_kv_bytes_per_token(
+            facts, report.kv_cache_dtype or "auto", report.tensor_parallel_size or 1
+        ),
+        "block_size": layout.block_size if layout else None,
+        "groups": [str(kind) for kind in layout.groups] if layout else [],
+        "layers_per_group": layout.layers_per_group if layout else None,
+        "estimated_tokens": tokens,
         "logged_tokens": logged,
-        "ratio": ratio,
+        "ratio": round(logged / tokens, 4) if logged is not None and tokens else None,
+        "estimated_max_concurrency": most,
+        "logged_max_concurrency": logged_most,
+        "max_concurrency_ratio": (
+            round(logged_most / most, 4) if logged_most is not None and most else None
+        ),
     }
 
 

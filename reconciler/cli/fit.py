@@ -2,10 +2,11 @@
 
 Read-only on the hosts: it observes the seat's host once (its model's config.json, the
 startup logs of seats that ran the model, nvidia-smi and the other seats on its GPUs) and
-prints the `kv_cache_bytes` that gives the asked concurrency (default: the middle of the
-band), the budgets that stay in the band, the equivalent `gpu_memory_utilization`, and
-what each GPU has left beside its other seats. `--write` sets the value in the seat's file
-in desired/, changing that one value only. Exit 1 when no budget fits.
+prints the `kv_cache_bytes` that gives the asked concurrency (vLLM's `Maximum concurrency`
+at the seat's context, what the band judges; default: the middle of the band), the
+budgets that stay in the band, the equivalent `gpu_memory_utilization`, and what each GPU
+has left beside its other seats. `--write` sets the value in the seat's file in desired/,
+changing that one value only. Exit 1 when no budget fits.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import DesiredOption, JsonOption, app, open_fleet, output_of
+from reconciler.cli.app import DesiredOption, JsonOption, app, open_fleet, output_of, sessions_of
 
 if TYPE_CHECKING:
     from fleet.plan.fit import Fit
@@ -40,11 +41,9 @@ def fit_lines(fit: Fit) -> list[str]:
             )
         )
     if fit.chosen is not None:
-        tokens = (
-            f" -> ~{fit.kv_tokens:,} tokens = {fit.kv_tokens / fit.context:.2f}x"
-            if (fit.kv_tokens)
-            else ""
-        )
+        tokens = f" -> ~{fit.kv_tokens:,} tokens" if fit.kv_tokens else ""
+        if fit.max_concurrency is not None:
+            tokens += f", max concurrency {fit.max_concurrency:.2f}x at {fit.context:,}"
         target = f" (asked {budgets.target_concurrency:.2f}x)" if budgets else ""
         lines.append(f"  kv_cache_bytes: {fit.value}{tokens}{target}, {fit.source}")
         if fit.utilization is not None:
@@ -76,7 +75,7 @@ def fit(
         float | None,
         typer.Option(
             "--concurrency",
-            help="KV tokens / context to aim for (default: the middle of the band).",
+            help="vLLM's Maximum concurrency to aim for (default: the middle of the band).",
         ),
     ] = None,
     write: Annotated[
@@ -88,7 +87,6 @@ def fit(
     """Size a seat's KV budget for its context and GPUs (read-only on the hosts)."""
     from fleet.errors import PlanError
     from fleet.plan.fit import fit_seat, set_kv_budget
-    from reconciler.adapters.connections import Connections
     from reconciler.workflows.observe import observe_fleet
 
     output = output_of(ctx)
@@ -96,7 +94,7 @@ def fit(
     if seat not in repo.desired.seats:
         raise PlanError(f"no such seat in desired/: {seat}")
     host = repo.desired.seats[seat].host
-    with Connections(repo.desired) as connections, output.progress(f"observing {host}"):
+    with sessions_of(ctx)(repo.desired) as connections, output.progress(f"observing {host}"):
         observation = observe_fleet(repo.desired, connections, hosts=[host])
     result = fit_seat(repo.desired, observation, seat, concurrency)
     if as_json:

@@ -13,7 +13,16 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from reconciler.cli.app import DesiredOption, DiffOption, JsonOption, app, open_fleet, output_of
+from reconciler.cli.app import (
+    CliContext,
+    DesiredOption,
+    DiffOption,
+    JsonOption,
+    app,
+    context_of,
+    open_fleet,
+    output_of,
+)
 from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
@@ -23,23 +32,23 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def observing(output: Output, repo: FleetRepo) -> Iterator[Sessions]:
+def observing(context: CliContext, repo: FleetRepo) -> Iterator[Sessions]:
     """Sessions to every host of desired/, with a spinner on a terminal while they work.
 
     The connections are already being opened when this yields: what the block imports
     before it observes overlaps the SSH handshakes.
     """
-    from reconciler.adapters.connections import Connections
-
     hosts = len(repo.desired.hosts)
-    with Connections(repo.desired) as connections, output.progress(f"observing {hosts} hosts"):
-        connections.open_all()
+    with (
+        context.open_sessions(repo.desired, warm=True) as connections,
+        context.output.progress(f"observing {hosts} hosts"),
+    ):
         yield connections
 
 
-def observe(output: Output, repo: FleetRepo) -> Observation:
+def observe(context: CliContext, repo: FleetRepo) -> Observation:
     """Observe every host of desired/ (with a spinner on a terminal)."""
-    with observing(output, repo) as connections:
+    with observing(context, repo) as connections:
         from reconciler.workflows.observe import observe_fleet
 
         return observe_fleet(repo.desired, connections)
@@ -84,7 +93,7 @@ def inventory(
     """Observe the live fleet read-only and print the inventory (Markdown, or --json)."""
     output = output_of(ctx)
     repo = open_fleet(output, desired)
-    observation = observe(output, repo)  # first: the hosts are reached while it imports
+    observation = observe(context_of(ctx), repo)  # first: the hosts are reached while it imports
     from fleet.report.inventory_text import render_json, render_markdown
     from reconciler.workflows.repo import write_inventory
 
@@ -108,7 +117,7 @@ def check(
     output = output_of(ctx)
     repo = open_fleet(output, desired)
     path = repo.inventory_path
-    with observing(output, repo) as connections:
+    with observing(context_of(ctx), repo) as connections:
         committed = committed_inventory(path)  # Git, while the hosts are reached
         from reconciler.workflows.observe import observe_fleet
 

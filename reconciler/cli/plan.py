@@ -19,8 +19,10 @@ from reconciler.cli.app import (
     PruneOption,
     SeatOption,
     app,
+    context_of,
     open_fleet,
     output_of,
+    sessions_of,
 )
 from reconciler.cli.output import Output
 
@@ -54,7 +56,7 @@ def plan(
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
-    with observing(output, repo) as connections:
+    with observing(context_of(ctx), repo) as connections:
         from reconciler.workflows.plans import build_plan, save_plan  # beside the handshakes
 
         result, observation = build_plan(repo, connections, prune=prune, seats=seat)
@@ -89,7 +91,6 @@ def render(
     from fleet.errors import FleetError
     from fleet.render.gateway import render_gateway_config
     from fleet.runtimes import runtime_for
-    from reconciler.adapters.connections import Connections
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
@@ -104,7 +105,7 @@ def render(
     if current is not None:
         text = current.read_text()
     else:
-        with Connections(fleet) as connections:
+        with sessions_of(ctx)(fleet) as connections:
             found = connections.get(gateway.host).read_file(gateway.config_path)
         if found is None:
             raise FleetError(f"{gateway.config_path} does not exist on {gateway.host}")

@@ -9,7 +9,6 @@ Each step is recorded in the host's journal.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -19,6 +18,7 @@ from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
 from fleet.render.gateway import render_gateway_config
 from fleet.spec.models import DesiredFleet, Gateway
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
 from reconciler.workflows import gateway as gateway_ops
@@ -30,11 +30,12 @@ from reconciler.workflows.seat_wave import Reporter, Undo, apply_seat_wave, by_h
 
 @dataclass(frozen=True)
 class ApplyOptions:
-    """Time limits of apply's waits, in seconds."""
+    """Time limits of apply's waits, in seconds, and the clock they wait on."""
 
     seat_timeout: float = 900.0
     gateway_timeout: float = 120.0
     drain_timeout: float = 120.0
+    clock: Clock = SYSTEM_CLOCK
 
 
 def apply_plan(
@@ -93,7 +94,13 @@ def _run(
     done: list[str] = []
     try:
         done += apply_seat_wave(
-            desired, connections, plan.actions, options.seat_timeout, reporter, undo
+            desired,
+            connections,
+            plan.actions,
+            options.seat_timeout,
+            reporter,
+            undo,
+            clock=options.clock,
         )
         done += _apply_gateway(
             desired,
@@ -218,6 +225,7 @@ def rollback(
                     service,
                     runtime.port_in(previous, service),
                     options,
+                    clock=options.clock,
                 )
             )
     return restored
@@ -251,12 +259,13 @@ def _await_previous(
     service: str,
     port: int | None,
     options: ApplyOptions,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> str:
     """Wait until the restored seat answers /health again."""
     host, conn = desired.hosts[host_name], connections.get(host_name)
-    deadline = time.monotonic() + options.seat_timeout
-    while port is not None and time.monotonic() < deadline:
+    deadline = clock.monotonic() + options.seat_timeout
+    while port is not None and clock.monotonic() < deadline:
         if seat_ops.endpoints(conn, host, port).health_status == 200:
             return f"seat {service} on {host_name} (serving again)"
-        time.sleep(2.0)
+        clock.sleep(2.0)
     return f"seat {service} on {host_name} (restarted, not verified)"

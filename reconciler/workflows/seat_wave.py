@@ -20,6 +20,7 @@ from fleet.errors import ApplyError, FleetError
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.health import HealthState
 from fleet.spec.models import DesiredFleet
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
 from reconciler.runtimes.base import Snapshot
@@ -85,6 +86,7 @@ class WaveRun:
     reporter: SerialReporter
     undo: Undo
     stop: threading.Event
+    clock: Clock = SYSTEM_CLOCK
 
 
 def apply_seat_wave(
@@ -94,13 +96,14 @@ def apply_seat_wave(
     seat_timeout: float,
     reporter: Reporter,
     undo: Undo,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> list[str]:
     """Create and replace every seat of the plan, hosts concurrently; what changed."""
     groups = by_host(actions, Wave.SEATS)
     if not groups:
         return []
     run = WaveRun(
-        desired, sessions, seat_timeout, SerialReporter(reporter), undo, threading.Event()
+        desired, sessions, seat_timeout, SerialReporter(reporter), undo, threading.Event(), clock
     )
     for host in groups:  # made here, so threads only append to their own host's lists
         undo.created[host], undo.replaced[host], undo.adopted[host] = [], [], []
@@ -146,7 +149,12 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
             hand_made(host).stop_hand_made(conn, action.adopts)
         runtime.start_seat(conn, desired, host, action.target)
         verdict = seat_ops.wait_healthy(
-            run.sessions, desired, action.target, run.seat_timeout, _waiting(run, host_name)
+            run.sessions,
+            desired,
+            action.target,
+            run.seat_timeout,
+            _waiting(run, host_name),
+            clock=run.clock,
         )
         if verdict.state is not HealthState.HEALTHY:
             raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")

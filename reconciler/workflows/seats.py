@@ -8,7 +8,6 @@ failed or out of time. What starts or removes a seat is its host's runtime adapt
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -20,6 +19,7 @@ from fleet.plan.health import Endpoints, HealthState, Verdict, judge_seat
 from fleet.runtimes import runtime_for, seat_script
 from fleet.spec.models import DesiredFleet, Host
 from reconciler.adapters.http import request_via
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
 
 Waiting = Callable[[str, float], None]  # (reason, seconds waited) -> None
@@ -71,16 +71,17 @@ def wait_healthy(
     timeout: float,
     waiting: Waiting,
     interval: float = 2.0,
+    clock: Clock = SYSTEM_CLOCK,
 ) -> Verdict:
     """Poll the health gate until healthy, failed or out of time."""
     seat = desired.seats[seat_name]
     host = desired.hosts[seat.host]
     band = seat.band(desired.settings.concurrency_band)
-    started = time.monotonic()
+    started = clock.monotonic()
     while True:
         live, answers, gpu_facts = look(connections, desired, seat_name)
         verdict = judge_seat(seat, host, band, live, answers, gpu_facts)
-        waited = time.monotonic() - started
+        waited = clock.monotonic() - started
         if verdict.state is not HealthState.STARTING:
             return verdict
         if waited > timeout:
@@ -89,7 +90,7 @@ def wait_healthy(
                 reason=f"not healthy after {timeout:.0f}s: {verdict.reason}",
             )
         waiting(verdict.reason, waited)
-        time.sleep(interval)
+        clock.sleep(interval)
 
 
 def rendered(desired: DesiredFleet, seat_name: str) -> dict[str, Any]:

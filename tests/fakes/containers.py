@@ -5,13 +5,14 @@ apply runs `docker compose ... up -d --no-deps SERVICE`. `fact_output` prints th
 `@@FLEET <section> <arg>` text the fact script prints on a real host (nvidia-smi lines,
 cgroups, `docker inspect` JSON, engine logs, the lock and the journal), so observe's real
 parser (`fleet.observed.assemble`) and the health gate read the fake as they read a host.
-A running vLLM container logs a KV cache of 1.5x its --max-model-len.
+A running vLLM container logs a KV cache of 1.5x its --max-model-len. Its process runs
+with the container's argv, but for a flag `dropped` (and that flag's value).
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +34,7 @@ class FakeContainer:
     state: str = "running"
     exit_code: int = 0
     log: str = ""
+    dropped: str | None = None  # a flag the process lost on its way to the engine
 
     @property
     def argv(self) -> list[str]:
@@ -42,6 +44,16 @@ class FakeContainer:
             *(self.definition.get("command") or []),
         ]
         return [str(w).replace("$$", "$") for w in words]
+
+    @property
+    def process_argv(self) -> list[str]:
+        """What /proc/<pid>/cmdline shows: the argv without the dropped flag and its value."""
+        argv = self.argv
+        if self.dropped in argv:
+            at = argv.index(self.dropped)
+            valued = at + 1 < len(argv) and not argv[at + 1].startswith("-")
+            del argv[at : at + (2 if valued else 1)]
+        return argv
 
     @property
     def labels(self) -> dict[str, str]:
@@ -127,9 +139,13 @@ def gpu_uuid(index: int) -> str:
 
 
 def fact_output(
-    containers: Mapping[str, FakeContainer], gpu_count: int, files: Mapping[str, str]
+    containers: Mapping[str, FakeContainer],
+    gpu_count: int,
+    files: Mapping[str, str],
+    missing: Iterable[str] = (),
 ) -> str:
-    """The fact script's output for a host with these containers, GPUs and files."""
+    """The fact script's output for a host with these containers, GPUs and files, where
+    the `missing` paths do not exist."""
     running = [c for c in containers.values() if c.running]
     used = {i: sum(ENGINE_MIB for c in running if i in c.gpus) for i in range(gpu_count)}
     parts = ["@@FLEET gpus"]
@@ -147,7 +163,10 @@ def fact_output(
         inspected = [c.inspect() for c in containers.values()]
         parts += ["@@FLEET inspect", json.dumps(inspected), "@@FLEET images", json.dumps(images)]
         for container in containers.values():
+            if container.running:
+                parts += [f"@@FLEET cmdline {container.id}", *container.process_argv]
             parts += [f"@@FLEET logs {container.id}", container.log]
+    parts += [f"@@FLEET missing {path}" for path in sorted(missing)]
     for path, text in sorted(files.items()):
         kind = {LOCK_NAME: "lock", JOURNAL_NAME: "journal"}.get(path.rsplit("/", 1)[-1])
         if kind:

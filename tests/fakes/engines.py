@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from fleet.engines import llamacpp, read_process, vllm
+from fleet.engines import llamacpp, read_process, sglang, vllm
 from fleet.facts.argv import EngineArgs
 
 KV_FACTOR = 1.5  # KV-cache tokens a fake engine logs, per token of context
@@ -36,9 +36,20 @@ def _llamacpp_log(args: EngineArgs) -> str:
     )
 
 
+def _sglang_log(args: EngineArgs) -> str:
+    context = args.max_model_len or 4096
+    return (
+        f"[2026-12-01 10:00:04 TP0] max_total_num_tokens={int(context * KV_FACTOR)}, "
+        "chunked_prefill_size=8192, max_prefill_tokens=16384, max_running_requests=64, "
+        f"context_len={context}, available_gpu_mem=4.00 GB\n"
+        "[2026-12-01 10:00:09] The server is fired up and ready to roll!\n"
+    )
+
+
 STARTUP_LOGS: dict[str, Callable[[EngineArgs], str]] = {
     vllm.NAME: _vllm_log,
     llamacpp.NAME: _llamacpp_log,
+    sglang.NAME: _sglang_log,
 }
 
 

@@ -15,8 +15,12 @@ with its own gauge at no request running); a port that has neither is refused
 (HostUnreachable, worded as the SSH adapter words it).
 
 A test makes a step fail with `fail_on` (a command or `write PATH` containing the key
-fails, every time, with the value as stderr or `exit N: stderr`) or makes the next start
-of a service crash with `crashes` (the container exits 1 with that line in its log).
+fails, every time, with the value as stderr or `exit N: stderr`), makes the next start
+of a service crash with `crashes` (the container exits 1 with that line in its log) or
+lose a flag with `drops_arg` (its process runs without that flag and its value, as behind
+an entrypoint wrapper that loses an argument), and names paths that do not exist on the
+host with `missing` (model directories the fact script looks for). `FakeSessions` hands
+out the fake hosts by name; a host in its `unreachable` cannot be connected to.
 """
 
 from __future__ import annotations
@@ -29,8 +33,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http import HTTPStatus
 
+import yaml  # type: ignore[import-untyped]
+
 from fleet.errors import HostError, HostUnreachable
-from fleet.yamltext import load_yaml
 from reconciler.host import CommandResult, checked
 from tests.fakes.containers import FakeContainer, fact_output
 from tests.fakes.engines import engine_log, idle_metrics, served_name
@@ -91,6 +96,8 @@ class FakeHost:
     gpus: int = 4
     fail_on: dict[str, str] = field(default_factory=dict)
     crashes: dict[str, str] = field(default_factory=dict)
+    drops_arg: dict[str, str] = field(default_factory=dict)
+    missing: set[str] = field(default_factory=set)
     journal: list[tuple[str, str]] = field(default_factory=list)
     scripts: list[str] = field(default_factory=list)  # every fact script sent to `sh -s`
     before_up: Callable[[str], None] | None = None  # called with the service compose starts
@@ -147,7 +154,9 @@ class FakeHost:
         text = self.files.get(compose_file)
         if text is None:
             return CommandResult(1, "", f"open {compose_file}: no such file or directory")
-        definition = ((load_yaml(text) or {}).get("services") or {}).get(service)
+        # libyaml, as compose's own Go parser reads it: ruamel's round trip is 20x slower
+        tree = yaml.load(text, Loader=yaml.CSafeLoader) or {}
+        definition = (tree.get("services") or {}).get(service)
         if definition is None:
             return CommandResult(1, "", f"no such service: {service}")
         if self.before_up is not None:
@@ -162,6 +171,7 @@ class FakeHost:
             pid=self._pids,
             state="exited" if crash else "running",
             exit_code=1 if crash else 0,
+            dropped=self.drops_arg.pop(service, None),
         )
         container.log = f"{crash}\n" if crash else engine_log(container.argv)
         self.containers[service] = container
@@ -193,11 +203,15 @@ class FakeHost:
 
 @dataclass
 class FakeSessions:
-    """`reconciler.host.Sessions` over fake hosts, by name."""
+    """`reconciler.host.Sessions` over fake hosts, by name; `unreachable` hosts raise
+    HostUnreachable with their message, as the SSH adapter does for a host it cannot reach."""
 
     hosts: dict[str, FakeHost]
+    unreachable: dict[str, str] = field(default_factory=dict)
 
     def get(self, host: str) -> FakeHost:
+        if host in self.unreachable:
+            raise HostUnreachable(self.unreachable[host], where=host)
         if host not in self.hosts:
             raise AssertionError(f"FakeSessions: no fake host named {host!r}")
         return self.hosts[host]
@@ -266,7 +280,8 @@ def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
     containers = host.containers
     if match := re.search(r"--filter 'label=fleet\.seat=([^']+)'", stdin):
         containers = {k: c for k, c in containers.items() if c.seat() == match.group(1)}
-    return CommandResult(0, fact_output(containers, host.gpus, host.files), "")
+    output = fact_output(containers, host.gpus, host.files, host.missing)
+    return CommandResult(0, output, "")
 
 
 def _pattern(template: str) -> re.Pattern[str]:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.facts.script import host_script
+from fleet.runtimes import host_script
 from fleet.runtimes.compose import render_compose
 from reconciler.adapters.connections import Connections
 from reconciler.workflows.observe import observe_fleet
@@ -260,7 +260,7 @@ def test_inventory_and_check_never_mutate(repo: FleetRepo) -> None:
     assert kinds <= {"connect", "exec", "sftp-read", "tcp", "http"}, kinds
     scripts = {detail for _, kind, detail in operations if kind == "exec"}
     assert scripts == {"sh -s"}, scripts
-    script = host_script("/models", ["/models/x"])
+    script = host_script(repo.load().hosts["tower"], ["/models/x"])
     docker_calls = {
         line.split("docker ", 1)[1].split()[0] for line in script.splitlines() if "docker " in line
     }

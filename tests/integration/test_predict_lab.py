@@ -4,15 +4,18 @@ budget `fleet fit` chooses applies and lands in band."""
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import git
 import pytest
 
+from tests.conftest import CORPUS
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.lab.lab import Lab
 
 pytestmark = pytest.mark.lab
+GEMMA3 = "gemma-3-27b-it_sliding-window_nested-text_config.config.json"
 
 
 @pytest.fixture
@@ -27,7 +30,9 @@ def ids(lab: Lab) -> list[str]:
     return sorted(lab.docker("tower", "ps", "-aq", "--no-trunc").stdout.split())
 
 
-def test_plan_refuses_what_cannot_work_and_touches_nothing(running: FleetRepo) -> None:
+def test_plan_refuses_what_cannot_work_and_touches_nothing(
+    running: FleetRepo, tmp_path: Path
+) -> None:
     repo, lab = running, running.lab
     before = ids(lab)
     repo.edit("seats/coder.yaml", "context: 2048", "context: 4096")
@@ -65,6 +70,36 @@ def test_plan_refuses_what_cannot_work_and_touches_nothing(running: FleetRepo) -
         line.startswith("  ! big:") and "char-rp" in line for line in crowded.stdout.splitlines()
     )
     assert ids(lab) == before  # plan started, stopped and recreated nothing
+    check_the_labs_log_is_what_plan_predicts(running, tmp_path)
+
+
+def engine_log(lab: Lab, service: str) -> str:
+    """A seat's startup log once it states its KV cache (the stand-in prints it at start)."""
+    (container,) = lab.docker(
+        "tower", "ps", "-q", "--filter", f"label=com.docker.compose.service={service}"
+    ).stdout.split()
+    for _ in range(120):
+        text = lab.docker("tower", "logs", container).stdout
+        if "Maximum concurrency" in text:
+            return text
+        time.sleep(0.5)
+    raise AssertionError(f"{service} logged no Maximum concurrency")
+
+
+def check_the_labs_log_is_what_plan_predicts(running: FleetRepo, tmp_path: Path) -> None:
+    """char-rp (Gemma 3: 10 full + 52 sliding-window layers in 7 groups): what its engine
+    logged is what plan's model predicts from config.json for that configuration."""
+    log = tmp_path / "char-rp.log"
+    log.write_text(engine_log(running.lab, "char-rp"))
+    config = CORPUS / "model-configs" / GEMMA3
+    shown = running.fleet("explain", "log", str(log), "--model", str(config), "--json")
+    assert shown.returncode == 0, shown.stdout + shown.stderr
+    estimate = json.loads(shown.stdout)["kv_estimate"]
+    assert estimate["groups"] == ["full"] + ["sliding"] * 6
+    assert estimate["ratio"] == pytest.approx(1.0, abs=0.005)
+    assert estimate["max_concurrency_ratio"] == pytest.approx(1.0, abs=0.01)
+    # and not tokens / context: vLLM's figure for a sliding-window model
+    assert estimate["logged_max_concurrency"] > 3 * estimate["logged_tokens"] / 131_072
 
 
 def test_a_budget_fit_chooses_applies_in_band(running: FleetRepo) -> None:

@@ -8,7 +8,9 @@ vllm.entrypoints.openai.api_server` before. The ghcr.io/ggml-org/llama.cpp serve
 are that rootfs too, with ENTRYPOINT /app/llama-server, WORKDIR /app and
 LLAMA_ARG_HOST=0.0.0.0 as the ggml-org server images set them; `server-cuda*` tags are
 the CUDA build (FLEET_LAB_LLAMACPP_BACKEND=cuda: uses the GPUs handed over), `server` /
-`server-b<N>` the CPU build, as upstream.
+`server-b<N>` the CPU build, as upstream. The lmsysorg/sglang tags (SGLANG_TAGS) are
+that rootfs with a `sglang` package whose `launch_server` runs the SGLang stand-in
+(`engine/sglang`), WORKDIR /sgl-workspace and no entrypoint.
 """
 
 from __future__ import annotations
@@ -48,12 +50,16 @@ VLLM_SCRIPT = "#!/usr/bin/python3\nimport sys\nfrom vllm.cli import main\nsys.ex
 CURL_SCRIPT = (
     "#!/usr/bin/python3\nimport sys\nfrom vllm.curl import main\nsys.exit(main(sys.argv[1:]))\n"
 )
+SGLANG_SITE = "usr/local/lib/python3.11/dist-packages/sglang"
+SGLANG_LAUNCH = "import sys\nfrom vllm.sglang.main import main\nsys.exit(main())\n"
 LLAMA_SERVER_SCRIPT = (
     "#!/usr/bin/python3\nimport sys\nfrom vllm.llamacpp.main import main\nsys.exit(main())\n"
 )
 IMAGE = "vllm/vllm-openai"
 ENTRY_SERVE = '["vllm", "serve"]'
 ENTRY_API = '["python3", "-m", "vllm.entrypoints.openai.api_server"]'
+SGLANG_IMAGE = "lmsysorg/sglang"
+SGLANG_TAGS = (f"{SGLANG_IMAGE}:v0.5.23",)
 LLAMACPP_IMAGE = "ghcr.io/ggml-org/llama.cpp"
 LLAMACPP_BUILD = "b6100"
 LLAMACPP_TAGS = tuple(
@@ -140,6 +146,8 @@ def add_engine(tar: tarfile.TarFile) -> None:
     add_bytes(tar, "usr/local/bin/vllm", VLLM_SCRIPT.encode(), 0o755)
     add_bytes(tar, "app/llama-server", LLAMA_SERVER_SCRIPT.encode(), 0o755)
     add_bytes(tar, "usr/bin/curl", CURL_SCRIPT.encode(), 0o755)
+    add_bytes(tar, f"{SGLANG_SITE}/__init__.py", b"")
+    add_bytes(tar, f"{SGLANG_SITE}/launch_server.py", SGLANG_LAUNCH.encode())
 
 
 def add_base(tar: tarfile.TarFile) -> None:
@@ -173,6 +181,7 @@ def source_digest() -> str:
     """Cache key: the engine's sources and the host python."""
     h = hashlib.sha256(PYTHON.read_bytes()[:4096])
     h.update(LLAMA_SERVER_SCRIPT.encode())
+    h.update(SGLANG_LAUNCH.encode())
     for path in sorted(ENGINE_SRC.rglob("*.py")):
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -208,6 +217,19 @@ def changes(version: str) -> list[str]:
     ]
 
 
+def sglang_changes(tag: str) -> list[str]:
+    """Dockerfile instructions of an lmsysorg/sglang image: no entrypoint (compose gives
+    `python3 -m sglang.launch_server`), WORKDIR /sgl-workspace as upstream."""
+    return [
+        "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+        f"ENV FLEET_LAB_SGLANG_VERSION={tag.rsplit(':', 1)[1].lstrip('v')}",
+        "ENV PYTHONDONTWRITEBYTECODE=1",
+        "WORKDIR /sgl-workspace",
+        "ENTRYPOINT []",
+        'CMD ["python3", "-m", "sglang.launch_server", "--help"]',
+    ]
+
+
 def llamacpp_changes(tag: str) -> list[str]:
     """Dockerfile instructions of a ggml-org/llama.cpp server image (CUDA or CPU build)."""
     backend = "cuda" if tag.split(":", 1)[1].startswith("server-cuda") else "cpu"
@@ -226,8 +248,8 @@ def install_images(docker_host: str, tar: Path, tags: tuple[str, ...]) -> None:
     """Import the rootfs once and tag every requested image.
 
     A bare tag (`v0.18.0`, `latest`) is a vllm/vllm-openai version; a full reference
-    (`ghcr.io/ggml-org/llama.cpp:server-cuda`, see LLAMACPP_TAGS) is a llama.cpp server
-    image.
+    is a llama.cpp server image (`ghcr.io/ggml-org/llama.cpp:server-cuda`, see
+    LLAMACPP_TAGS) or an SGLang image (`lmsysorg/sglang:v0.5.23`, SGLANG_TAGS).
     """
     client = docker.DockerClient(base_url=docker_host, version="1.41", timeout=120)
     try:
@@ -242,7 +264,10 @@ def install_images(docker_host: str, tar: Path, tags: tuple[str, ...]) -> None:
                 client.api.tag(f"{IMAGE}:{base}", IMAGE, "latest")
                 continue
             repository, version = tag.rsplit(":", 1) if ":" in tag else (IMAGE, tag)
-            steps = llamacpp_changes(tag) if ":" in tag else changes(tag[1:])
+            if tag.startswith(SGLANG_IMAGE):
+                steps = sglang_changes(tag)
+            else:
+                steps = llamacpp_changes(tag) if ":" in tag else changes(tag[1:])
             holder = client.api.create_container(f"{IMAGE}:{base}")
             client.api.commit(holder["Id"], repository=repository, tag=version, changes=steps)
             client.api.remove_container(holder["Id"])

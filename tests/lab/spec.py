@@ -41,6 +41,7 @@ LLAMACPP_TAGS = tuple(
     for tag in ("server", "server-b6100", "server-cuda", "server-cuda-b6100")
 )  # as tests/lab/image.py builds them
 VLLM_TAGS = ("v0.18.0", "v0.11.2", "v0.9.2", "latest")
+SGLANG_TAGS = ("lmsysorg/sglang:v0.5.23",)  # as tests/lab/image.py builds it
 
 
 @dataclass(frozen=True)
@@ -98,7 +99,13 @@ def rig() -> HostSpec:
     """The consumer-card host of desired/hosts/rig.yaml (nvidia runtime hand-over)."""
     gpus = make_gpus("rig", RTX_3090, 24576, 2)
     return HostSpec(
-        "rig", "127.0.0.12", 2, gpus, "runtime", RIG_MODELS, image_tags=VLLM_TAGS + LLAMACPP_TAGS
+        "rig",
+        "127.0.0.12",
+        2,
+        gpus,
+        "runtime",
+        RIG_MODELS,
+        image_tags=VLLM_TAGS + LLAMACPP_TAGS + SGLANG_TAGS,
     )
 
 

@@ -19,7 +19,7 @@ from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import parse_args as parse_args
 from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
 from fleet.engines.metrics import named_counts
-from fleet.engines.report import EngineError, EngineReport, ErrorKind
+from fleet.engines.report import EngineError, EngineReport, ErrorKind, SpeculativeFact
 from fleet.facts.argv import EngineArgs
 from fleet.secrets import mask_argv
 from fleet.spec.load import Sources
@@ -195,7 +195,8 @@ def read_log(text: str) -> EngineReport:
 
 
 def as_engine_report(report: LlamaCppReport) -> EngineReport:
-    """KV tokens are the cache's cells (`n_ctx`); each slot's context is `n_ctx_slot`."""
+    """KV tokens are the cache's cells (`n_ctx`); each slot's context is `n_ctx_slot`; the
+    KV memory is the target's (a drafter's context is its own); a drafter is the method."""
     slots_logged = report.parallel_slots
     per_slot = report.ctx_per_slot or (
         report.ctx_size // slots_logged if report.ctx_size and slots_logged else None
@@ -208,6 +209,11 @@ def as_engine_report(report: LlamaCppReport) -> EngineReport:
         weights_gib=_weights_gib(report),
         kv_cache_gib=round(report.kv_buffer_mib / 1024, 4) if report.kv_buffer_mib else None,
         kv_cache_tokens=report.ctx_size,
+        speculative=(
+            SpeculativeFact(method=report.speculative_method, draft_model=report.draft_model)
+            if report.speculative_method
+            else None
+        ),
         max_concurrency=round(report.ctx_size / per_slot, 2)
         if report.ctx_size and per_slot
         else None,

@@ -8,7 +8,10 @@ prints fewer facts. The KV cache's total and K/V types come from `llama_kv_cache
 ...` (mid-2025 on) or, in older builds, `KV self size  = 256.00 MiB, K (f16): ...` (logged
 by `llama_new_context_with_model`, `llama_init_from_model`, `llama_context` or
 `llama_kv_cache_unified`; before that without the types, as `kv self size  = 256.00 MB`).
-KV buffers logged after `loading draft model` belong to the drafter.
+KV buffers logged after `loading draft model`, or after the target's KV size line (the
+context of the model's own MTP head, `set_mtp: MTP draft head registered`), belong to the
+drafter: `draft_kv_buffer_mib`, never added into the target's. The build is `build: N
+(commit)`, or in newer builds `build_info: bN-commit` (read as `N (commit)`).
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from fleet.base import CoreModel
 from fleet.facts._text import clean_lines, to_float, to_int
 
 _BUILD = re.compile(r"^build: (\d+ \(\w+\))")
+_BUILD_INFO = re.compile(r"\bbuild_info: b?(\d+)-(\w+)")
+_MTP = re.compile(r"MTP draft head registered|--spec-type \S*mtp|spec_type = \S*mtp")
 _MODEL = re.compile(r"load_model: loading model '([^']*)'")
 _DRAFT = re.compile(r"loading draft model '([^']*)'")
 _ARCH = re.compile(r"print_info: arch\s*=\s*(\S+)")
@@ -57,9 +62,11 @@ class LlamaCppReport(CoreModel):
 
     `ctx_size` is the whole context (`n_ctx`), `ctx_per_slot` what one slot may use;
     `kv_buffer_mib` sums the target model's KV buffers over devices (else the KV size the
-    log states). `kv_on_cpu` is True when every KV buffer is on a CPU (host) device
-    (`CPU`, `CUDA_Host`: `--no-kv-offload`, or no GPU), False when one is on a GPU (or a
-    2023 build says `VRAM kv self`), None when the log places no KV buffer.
+    log states); `draft_kv_buffer_mib` the drafter's (a draft model's or the MTP head's
+    context); `speculative_method` is `draft` (a draft model) or `mtp` (the model's own).
+    `kv_on_cpu` is True when every KV buffer is on a CPU (host) device (`CPU`, `CUDA_Host`:
+    `--no-kv-offload`, or no GPU), False when one is on a GPU (or a 2023 build says `VRAM
+    kv self`), None when the log places no KV buffer.
     """
 
     build: str | None = None
@@ -80,6 +87,8 @@ class LlamaCppReport(CoreModel):
     offloaded_layers: int | None = None
     total_layers: int | None = None
     draft_model: str | None = None
+    draft_kv_buffer_mib: float | None = None
+    speculative_method: str | None = None
     listen_url: str | None = None
     errors: tuple[str, ...] = ()
 
@@ -94,15 +103,27 @@ def parse_llamacpp_log(text: str) -> LlamaCppReport:
     kv_buffers: list[DeviceBuffer] = []
     model_buffers: list[DeviceBuffer] = []
     errors: list[str] = []
+    draft_buffers: list[DeviceBuffer] = []
     for line in clean_lines(text):
         if "draft_model" not in found and (match := _DRAFT.search(line)):
             found["draft_model"] = match.group(1)
+        if _MTP.search(line):
+            found["mtp"] = "true"
         _collect(line, found)
-        if "draft_model" not in found:
+        if "draft_model" not in found and "kv_size_mib" not in found:
             _collect_sizes(line, found, kv_buffers, model_buffers)
+        elif "draft_model" not in found:
+            _collect_sizes(line, found, draft_buffers, model_buffers)
+        else:
+            _collect_sizes(line, {}, draft_buffers, [])
         if _ERROR.search(line) and line.strip() not in errors:
             errors.append(line.strip())
-    return _assemble(found, kv_buffers, model_buffers, tuple(errors))
+    report = _assemble(found, kv_buffers, model_buffers, tuple(errors))
+    draft_mib = round(sum(b.mib for b in draft_buffers), 2) if draft_buffers else None
+    method = "draft" if "draft_model" in found else "mtp" if "mtp" in found else None
+    return report.model_copy(
+        update={"draft_kv_buffer_mib": draft_mib, "speculative_method": method}
+    )
 
 
 def _collect(line: str, found: dict[str, str]) -> None:
@@ -120,6 +141,8 @@ def _collect(line: str, found: dict[str, str]) -> None:
     for key, pattern in simple:
         if key not in found and (match := pattern.search(line)):
             found[key] = match.group(1)
+    if "build" not in found and (match := _BUILD_INFO.search(line)):
+        found["build"] = f"{match.group(1)} ({match.group(2)})"
     for key, pattern in (("ctx_per_slot", _SLOT_CTX), ("parallel_slots", _SLOTS)):
         if key not in found and (match := pattern.search(line)):
             found[key] = match.group(1) or match.group(2)

@@ -52,6 +52,7 @@ OOM_SIGNATURES: tuple[str, ...] = (
 # Flags beside the budget that change how much KV cache a budget buys (plan's exact log).
 KV_FLAGS: tuple[str, ...] = ("--block-size", "--max-num-batched-tokens", "--max-num-seqs")
 KV_FLAGS += ("--enforce-eager", "--cpu-offload-gb", "--swap-space")
+KV_FLAGS += ("--mamba-ssm-cache-dtype", "--mamba-cache-dtype")
 COMPARED: tuple[str, ...] = (
     "model",
     "served_names",

@@ -91,6 +91,7 @@ def plan_for(cfg: dict[str, Any], gpu: gpumod.Gpu) -> memory.MemoryPlan:
         cfg["kv_cache_memory_bytes"],
         cfg["kv_cache_dtype"],
         cfg["max_model_len"],
+        cfg.get("speculative"),
     )
 
 
@@ -136,7 +137,7 @@ def allocate(cfg: dict[str, Any], log: Log, rank: int, gpu: gpumod.Gpu) -> memor
 
 def kv_too_small(cfg: dict[str, Any], plan: memory.MemoryPlan) -> EngineFailure:
     """vLLM's error when one request of max_model_len does not fit the KV cache."""
-    need = plan.bytes_per_token * plan.max_model_len
+    need = plan.request_bytes
     old = series(cfg["version"]) != "0.18"
     model_s, open_p = ("models's", "(") if old else ("model's", "")
     fmt = (lambda b: f"{b / memory.GiB:.2f}") if old else (lambda b: f"{round(b / memory.GiB, 2)}")

@@ -112,6 +112,19 @@ def run_ranks(cfg: dict[str, Any], log: Log) -> tuple[MemoryPlan, list[Path], li
 def print_capacity(cfg: dict[str, Any], log: Log, plan: MemoryPlan) -> None:
     """The KV-cache size and concurrency lines (printed once per worker by 0.9)."""
     times = cfg["tensor_parallel_size"] if series(cfg["version"]) == "0.9" else 1
+    if plan.state_bytes:
+        log.info(
+            "blocksize",
+            f"Setting attention block size to {plan.block_size} tokens to ensure that "
+            "attention page size is >= mamba page size.",
+        )
+    if plan.state_bytes and plan.page_bytes > plan.state_bytes:
+        pct = 100 * (plan.page_bytes - plan.state_bytes) / plan.state_bytes
+        log.info(
+            "padding",
+            f"Padding mamba page size by {pct:.2f}% to ensure that mamba page size and "
+            "attention page size are exactly equal.",
+        )
     for _ in range(times):
         log.info("tokens", f"GPU KV cache size: {plan.kv_tokens:,} tokens")
         log.info(
@@ -148,7 +161,7 @@ def core_main() -> int:
         if cfg.get("fail") == "crash":
             raise EngineFailure(CRASH)
         plan, paths, _workers = run_ranks(cfg, log)
-        if plan.kv_tokens < plan.max_model_len:
+        if plan.num_blocks < plan.request_blocks:
             raise kv_too_small(cfg, plan)
         print_capacity(cfg, log, plan)
         took = time.monotonic() - started

@@ -38,6 +38,8 @@ SOURCES = {
         "reserved": "gpu_worker.py:412",
         "tokens": "kv_cache_utils.py:1316",
         "concurrency": "kv_cache_utils.py:1321",
+        "blocksize": "config.py:281",
+        "padding": "config.py:312",
         "took": "core.py:281",
         "error": "core.py:1010",
         "serve": "api_server.py:500",

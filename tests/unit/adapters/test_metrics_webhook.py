@@ -70,4 +70,6 @@ def test_webhook_events_arrive_and_a_dead_receiver_never_blocks() -> None:
     started = time.monotonic()
     for _ in range(5):
         dead.send({"event": "drift"})
-    assert time.monotonic() - started < 0.5  # queued, not waited for
+    # queued, not waited for: one event's retries alone would pause 2 x 2 s; a busy machine
+    # may still take a moment to run five puts
+    assert time.monotonic() - started < 2.0

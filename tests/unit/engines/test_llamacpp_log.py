@@ -77,9 +77,48 @@ def test_draft_model_buffers_are_not_the_targets() -> None:
     report = parse_llamacpp_log(DRAFT_AND_TWO_GPUS)
     assert report.draft_model == "/models/draft-0.5b.gguf"
     assert report.kv_buffer_mib == 1536.0
+    assert (report.draft_kv_buffer_mib, report.speculative_method) == (96.0, "draft")
     assert report.model_size_gib == round(812.5 / 1024, 4)
     assert report.ctx_size == 16384
     assert report.listen_url == "http://127.0.0.1:8080"
+
+
+# A built sample, not a recorded log: a newer build's `build_info:` line, then the target's
+# context and the context of its MTP head, in the lines llama.cpp PR #22673's own log shows
+# for `--spec-type mtp` (`llama_kv_cache: size = ... (8192 cells, 1 layers, ...)`, `set_mtp:
+# MTP draft head registered`); the sizes are made up.
+MTP_DRAFT = """\
+0.00.000.412 I build_info: b484-2c4055912
+0.00.186.982 I srv    load_model: loading model '/models/Qwen3.6-27B-Q4_K_M.gguf'
+0.00.901.004 I llama_context: n_ctx         = 8192
+0.00.903.118 I llama_kv_cache:      CUDA0 KV buffer size =   512.00 MiB
+0.00.903.120 I llama_kv_cache: size =  512.00 MiB (  8192 cells,  16 layers,  1/1 seqs), \
+K (f16):  256.00 MiB, V (f16):  256.00 MiB
+0.01.100.330 I llama_context: n_ctx         = 8192
+0.01.100.412 I llama_kv_cache:      CUDA0 KV buffer size =    32.00 MiB
+0.01.100.413 I llama_kv_cache: size =   32.00 MiB (  8192 cells,   1 layers,  1/1 seqs), \
+K (f16):   16.00 MiB, V (f16):   16.00 MiB
+0.01.210.998 I set_mtp: MTP draft head registered (ctx_mtp=0x5cd411b88ae0, n_ubatch=512)
+0.01.211.050 I slot   load_model: id  0 | task -1 | speculative decoding context initialized
+0.22.641.580 I srv  llama_server: listening on http://127.0.0.1:18138
+"""
+
+
+def test_an_mtp_heads_kv_is_its_own_and_the_build_info_is_the_build() -> None:
+    report = parse_llamacpp_log(MTP_DRAFT)
+    assert report.build == "484 (2c4055912)"
+    assert (report.kv_buffer_mib, report.kv_type_k, report.ctx_size) == (512.0, "f16", 8192)
+    assert (report.draft_kv_buffer_mib, report.speculative_method) == (32.0, "mtp")
+    assert report.draft_model is None
+
+
+def test_an_mtp_seat_reports_its_method_and_the_targets_kv() -> None:
+    from fleet.engines.llamacpp import read_log
+
+    engine = read_log(MTP_DRAFT)
+    assert engine.version == "484 (2c4055912)"
+    assert engine.kv_cache_gib == 0.5
+    assert engine.speculative is not None and engine.speculative.method == "mtp"
 
 
 def test_allocation_failure_is_an_error() -> None:
@@ -210,3 +249,19 @@ def test_recurrent_cache_of_older_builds_is_its_state() -> None:
     )
     assert report.recurrent_state_mib == 15.5
     assert (report.kv_buffer_mib, report.kv_type_k, report.kv_on_cpu) == (None, None, None)
+
+
+def test_a_llama_server_seat_whose_log_shows_an_mtp_head_drafts_with_mtp() -> None:
+    """`--spec-type draft-mtp` is no draft model on the argv: the log names the method."""
+    from fleet.engines.llamacpp import read_log
+    from fleet.facts.docker_inspect import ContainerFact
+    from fleet.observed.assemble import observed_seat
+
+    argv = ("llama-server", "-m", "/models/q.gguf", "--spec-type", "draft-mtp", "-c", "8192")
+    container = ContainerFact(
+        id="c" * 64, name="mtp", state="running", image="llama", image_id="sha256:", argv=argv
+    )
+    seat = observed_seat(container, engine=read_log(MTP_DRAFT), gpus=(0,), vram_mib=1)
+    assert seat.speculative == {"method": "mtp"}
+    plain = observed_seat(container, engine=read_log(""), gpus=(0,), vram_mib=1)
+    assert plain.speculative is None

@@ -173,6 +173,23 @@ CASES = [
         ),
     ),
     (
+        # offline LLM(): `non-default args` names only the model; no quantization
+        "v0.19.0_v1_qwen3.5-9b_hybrid-gdn-vlm-text_config_offline-LLM_l40s.log",
+        fact(
+            **V1_SINGLE,
+            version="0.19.0",
+            model="Qwen/Qwen3.5-9B",
+            served_names=["Qwen/Qwen3.5-9B"],
+            max_model_len=262144,
+            kv_cache_dtype="auto",
+            weights_gib=17.66,
+            weights_gib_per_rank=[17.66],
+            kv_cache_gib=20.27,
+            kv_cache_tokens=165792,
+            max_concurrency=2.52,
+        ),
+    ),
+    (
         "v0.24.0_v1-mrv2_qwen3-8b_eagle3_spec-decode.log",
         fact(
             **V1_SINGLE,

@@ -70,11 +70,18 @@ def test_json_is_sorted_and_indented() -> None:
 def test_log_with_model_shows_the_estimate_beside_the_logged_tokens() -> None:
     data = json.loads(run("log", str(LOG), "--model", str(CONFIG), "--json"))
     estimate = data.pop("kv_estimate")
+    blocks = int(64.73 * 2**30) // (16 * 4096) // 32  # 16-token blocks over 32 layers
     assert estimate == {
         "bytes_per_token_per_gpu": 131072,
-        "estimated_tokens": int(64.73 * 2**30 // 131072),
+        "block_size": 16,
+        "groups": ["full"],
+        "layers_per_group": 32,
+        "estimated_tokens": blocks * 16,
         "logged_tokens": 530288,
-        "ratio": round(530288 / int(64.73 * 2**30 // 131072), 4),
+        "ratio": round(530288 / (blocks * 16), 4),
+        "estimated_max_concurrency": round(blocks / (8192 // 16), 2),
+        "logged_max_concurrency": 64.73,
+        "max_concurrency_ratio": round(64.73 / round(blocks / (8192 // 16), 2), 4),
     }
     assert data["kv_cache_tokens"] == 530288
 

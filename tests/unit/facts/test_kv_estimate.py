@@ -140,12 +140,12 @@ def load_report_script() -> ModuleType:
     return module
 
 
-def test_report_script_prints_the_ratio(capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_script_prints_both_ratios(capsys: pytest.CaptureFixture[str]) -> None:
     script = load_report_script()
     assert script.main([str(CORPUS)]) == 0
     out = capsys.readouterr().out
-    assert "v0.15.0rc2_v1_llama3-8b-w4a16-awq-compressed-tensors_offline-LLM.log" in out
-    assert "logged/est.  1.0000" in out
+    llama = out.split("v0.15.0rc2_v1_llama3-8b-w4a16-awq-compressed-tensors_offline-LLM.log")[1]
+    assert "  tokens l/e   1.0" in llama and "  max l/e      1.0" in llama
     assert "the log states no KV GiB" in out
 
 
@@ -166,11 +166,13 @@ LAYOUTS = [
     # 10 full + 52 sliding-window layers: groups of 10, 1 full + 6 sliding (padded) groups;
     # vLLM reports num_blocks // 7 groups * 16 tokens.
     ("sliding-window-groups", GEMMA3, "auto", 1, 1, 0, 0, 16, 10, 7, 41_184),
-    # 16 full + 48 Gated-DeltaNet layers: an attention block of 400 tokens holds one
-    # layer's state (1,634,304 B); groups of 16, 1 full + 3 state groups.
-    ("hybrid-linear", QWEN35, "auto", 1, 1, 0, 0, 400, 16, 4, 90_000),
+    # 16 full + 48 Gated-DeltaNet layers: an attention block of 784 tokens holds one
+    # layer's state (3,207,168 B, its recurrent part in float32); groups of 16, 1 full + 3
+    # state groups. vLLM 0.19.1 logs "Setting attention block size to 784 tokens" and
+    # "Padding mamba page size by 0.13%" for Qwen3.5-27B.
+    ("hybrid-linear", QWEN35, "auto", 1, 1, 0, 0, 784, 16, 4, 89_376),
     # Its MTP layer joins the full layers (17), and 3 speculative tokens widen the state.
-    ("hybrid-linear-mtp-k3", QWEN35, "auto", 1, 1, 1, 3, 416, 17, 4, 84_448),
+    ("hybrid-linear-mtp-k3", QWEN35, "auto", 1, 1, 1, 3, 800, 17, 4, 84_800),
     # 100 layers, 20 cross-attention: the 80 self-attention layers of the text model.
     ("multimodal-cross-attention", MLLAMA, "auto", 1, 1, 0, 0, 16, 80, 1, 22 * GIB // 327_680),
 ]
@@ -214,7 +216,7 @@ def test_layout_unknown_where_facts_are_thin() -> None:
     assert kv_layout(facts(LLAMA), "nvfp4") is None
     assert kv_layout(ModelFacts()) is None
     no_state = facts(QWEN35).model_copy(
-        update={"attention": facts(QWEN35).attention.model_copy(update={"linear_key_heads": None})}
+        update={"attention": facts(QWEN35).attention.model_copy(update={"state": None})}
     )
     assert kv_layout(no_state) is None
 
@@ -225,10 +227,10 @@ def test_one_request_of_the_context_is_what_vllm_checks() -> None:
     assert llama is not None and llama.request_bytes(8192) == 512 * 16 * 32 * 4096
     qwen = kv_layout(facts(QWEN35))
     assert qwen is not None
-    # 262,144 tokens: 656 full-attention blocks plus one state block per state group.
-    assert qwen.request_bytes(262144) == (656 + 3) * 16 * 400 * 4096
-    # vLLM's own Maximum concurrency at 22 GiB: the 1.37x the operators recorded for sec.
-    assert round(qwen.max_concurrency(22 * GIB, 262144), 2) == 1.37
+    # 262,144 tokens: 335 full-attention blocks plus one state block per state group.
+    assert qwen.request_bytes(262144) == (335 + 3) * 16 * 784 * 4096
+    # vLLM's own Maximum concurrency at 22 GiB: 459 blocks over 338.
+    assert round(qwen.max_concurrency(22 * GIB, 262144), 2) == 1.36
     assert qwen.tokens(22 * GIB) / 262144 < 0.35  # tokens / context is not that figure
 
 
@@ -255,13 +257,25 @@ def test_flags_that_change_the_layout(argv: tuple[str, ...], dtype: str, pp: int
     assert (kv_dtype(argv), pipeline_parallel(argv)) == (dtype, pp)
 
 
-def test_report_script_sums_up_the_error_per_attention_kind(
+def test_report_script_names_the_kinds_outside_five_percent(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     script = load_report_script()
     assert script.main([str(CORPUS)]) == 0
     out = capsys.readouterr().out
-    assert "plan est.    530256" in out and "error        0.006%" in out
-    assert "  outside 10%: none" in out
-    assert "not measured (no corpus log with its config and KV GiB): hybrid-linear, mla" in out
+    qwen35 = out.split("v0.19.0_v1_qwen3.5-9b_hybrid-gdn-vlm-text_config_offline-LLM_l40s.log")[1]
+    assert "  estimate     165792" in qwen35 and "  est. max     2.51" in qwen35
+    assert "  outside 5%: none" in out
+    for kind in ("full", "hybrid-linear", "tensor-parallel", "drafter"):
+        assert f"  {kind:<18} " in out
     assert "v0.29.0_v1-mrv2_gemma4-26b-a4b-fp8-dynamic_kv-cache-dtype-fp8_l40s.log" in out
+
+
+def test_report_script_says_a_kind_outside_five_percent(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A row 6% off on concurrency puts its kinds outside the target."""
+    script = load_report_script()
+    row = {"kinds": ("hybrid-linear", "drafter"), "tokens l/e": 1.0, "max l/e": 1.06}
+    lines = script.summary([row])
+    assert "  outside 5%: drafter, hybrid-linear" in lines

@@ -187,6 +187,27 @@ CASES = [
         QuantizationFacts(),
     ),
     (
+        "qwen3.5-9b_hybrid-linear-attention_nested-text_config_vlm.config.json",
+        {
+            "architecture": "Qwen3_5ForConditionalGeneration",
+            "model_type": "qwen3_5",
+            "num_layers": 32,
+            "hidden_size": 4096,
+            "num_attention_heads": 16,
+            "num_kv_heads": 4,
+            "head_dim": 256,
+            "num_experts": None,
+            "num_experts_per_token": None,
+            "num_shared_experts": None,
+            "max_position_embeddings": 262144,
+            "dtype": "bfloat16",
+            "multimodal": True,
+        },
+        AttentionKind.HYBRID_LINEAR,
+        8,  # layer_types: every 4th layer full_attention
+        QuantizationFacts(),
+    ),
+    (
         "tinyllama-1.1b-chat_compressed-tensors_fp8_kv_cache_scheme-fp8.config.json",
         {
             "architecture": "LlamaForCausalLM",

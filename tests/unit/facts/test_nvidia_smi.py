@@ -254,3 +254,32 @@ def test_no_facts_is_empty(text: str) -> None:
 
 def test_every_nvidia_smi_file_in_the_corpus_has_a_case() -> None:
     assert {path.name for path in SMI.iterdir()} == COVERED
+
+
+# A built sample, not a recorded one: the default table's documented layout (`GPU  Name
+# Persistence-M | Bus-Id  Disp.A | Volatile Uncorr. ECC`) as a vGPU guest prints it, with
+# no persistence mode in the name cell and N/A for memory usage.
+VGPU_TABLE = """\
++-----------------------------------------------------------------------------+
+| NVIDIA-SMI 535.129.03   Driver Version: 535.129.03   CUDA Version: 12.2     |
+|-------------------------------+----------------------+----------------------+
+| GPU  Name        Persistence-M| Bus-Id        Disp.A | Volatile Uncorr. ECC |
+| Fan  Temp  Perf  Pwr:Usage/Cap|         Memory-Usage | GPU-Util  Compute M. |
+|===============================+======================+======================|
+|   0  GRID A100D-40C           | 00000000:02:00.0 Off |                    0 |
+| N/A   N/A    P0    N/A /  N/A |                  N/A |      0%      Default |
++-------------------------------+----------------------+----------------------+
+"""
+
+
+def test_a_vgpu_row_gives_its_gpu_and_says_what_it_lacks() -> None:
+    table = parse_nvidia_smi_table(VGPU_TABLE)
+    assert table.gpus == (
+        GpuFact(
+            index=0,
+            name="GRID A100D-40C",
+            bus_id="00000000:02:00.0",
+            missing=("persistence mode", "memory usage"),
+        ),
+    )
+    assert (table.driver_version, table.cuda_version) == ("535.129.03", "12.2")

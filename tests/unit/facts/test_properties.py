@@ -66,12 +66,11 @@ PARSERS: list[TextParser] = [
 
 def check_all(text: str) -> None:
     """Every text parser returns its model (or None/tuple) for the text."""
-    for parse in PARSERS:
-        parse(text)
-    assert isinstance(parse_vllm_log(text), EngineReport)
-    assert isinstance(parse_llamacpp_log(text), LlamaCppReport)
-    assert isinstance(parse_provenance(text), Provenance)
-    facts = parse_model_config(text)
+    results = {parse: parse(text) for parse in PARSERS}  # each parser once: they are pure
+    assert isinstance(results[parse_vllm_log], EngineReport)
+    assert isinstance(results[parse_llamacpp_log], LlamaCppReport)
+    assert isinstance(results[parse_provenance], Provenance)
+    facts = results[parse_model_config]
     assert isinstance(facts, ModelFacts)
     estimate_kv_bytes_per_token(facts)
 

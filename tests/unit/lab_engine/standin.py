@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -243,17 +244,33 @@ def sample(samples: dict[str, float], name: str) -> float:
     return found[0]
 
 
+def wait_for(
+    engine: StandIn, ready: Callable[[dict[str, float]], bool], timeout: float = 10.0
+) -> dict[str, float]:
+    """The engine's /metrics samples once `ready` holds for them (polled; fails with the
+    last samples after `timeout`), so a test waits for a state rather than a fixed time."""
+    deadline = time.monotonic() + timeout
+    while True:
+        samples = metrics(get(engine.url("/metrics"))[1])
+        if ready(samples):
+            return samples
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not ready after {timeout} s: {samples}")
+        time.sleep(0.01)
+
+
 def metrics_while_posting(
-    engine: StandIn, body: dict[str, Any], requests: int
+    engine: StandIn, body: dict[str, Any], requests: int, gauges: tuple[str, str]
 ) -> tuple[dict[str, float], dict[str, float]]:
-    """The engine's /metrics samples while `requests` chat requests run at once, and after
+    """The engine's /metrics samples once all `requests` chat requests sent at once are in
+    the engine (the `gauges` of running and waiting requests add up to them), and after
     they all ended."""
     url = engine.url("/v1/chat/completions")
     threads = [threading.Thread(target=post, args=(url, body)) for _ in range(requests)]
     for thread in threads:
         thread.start()
-    time.sleep(0.15)
-    during = metrics(get(engine.url("/metrics"))[1])
+    running, waiting = gauges
+    during = wait_for(engine, lambda m: sample(m, running) + sample(m, waiting) == requests)
     for thread in threads:
         thread.join()
     return during, metrics(get(engine.url("/metrics"))[1])

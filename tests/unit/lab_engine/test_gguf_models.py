@@ -10,7 +10,7 @@ import gguf
 import pytest
 
 from fleet.facts.gguf import parse_gguf_header
-from fleet.facts.script import GGUF_HEAD_BYTES
+from fleet.facts.host_facts import GGUF_HEAD_BYTES
 from tests.lab.engine.llamacpp import gguf as standin_gguf
 
 EXPECTED = {

@@ -20,6 +20,7 @@ from tests.unit.lab_engine.standin import (
     sample,
     start_llama,
     stream,
+    wait_for,
 )
 
 LOADING = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
@@ -79,11 +80,13 @@ def test_chat_streams_at_the_token_rate_in_llama_servers_shape(
     engine = serve(image, model, running, [], {}).wait_healthy()
     assert get(engine.url("/v1/models"))[1]["data"][0]["id"] == str(model), "no alias: the path"
     body = {"messages": [{"role": "user", "content": "hi there"}], "max_tokens": 21}
-    _, events = stream(engine.url("/v1/chat/completions"), body)
+    sent, events = stream(engine.url("/v1/chat/completions"), body)
     assert events[0][1]["choices"][0]["delta"] == {"role": "assistant", "content": None}
     tokens = [(at, e) for at, e in events[1:-1] if e["choices"][0]["delta"].get("content")]
     assert len(tokens) == 21
-    assert tokens[-1][0] - tokens[0][0] == pytest.approx(20 / 50, rel=0.10)
+    # never sooner than 20 tokens at 50/s after the request; a busy machine only adds
+    assert tokens[-1][0] - sent >= 20 / 50
+    assert tokens[-1][0] - tokens[0][0] <= 20 / 50 + 1.0
     final = events[-2][1]
     assert final["choices"][0]["finish_reason"] == "length"
     assert final["timings"]["predicted_n"] == 21 and final["timings"]["prompt_n"] == 6
@@ -99,7 +102,9 @@ def test_metrics_count_processing_and_deferred_requests(
     engine = serve(image, gguf_dir / "qwen3-0.6b-q4_k_m.gguf", running, ["--metrics"], {})
     engine.wait_healthy()
     body = {"messages": [{"role": "user", "content": "go"}], "max_tokens": 15}
-    during, after = metrics_while_posting(engine, body, 3)
+    during, after = metrics_while_posting(
+        engine, body, 3, ("llamacpp:requests_processing", "llamacpp:requests_deferred")
+    )
     assert sample(during, "llamacpp:requests_processing") == 2, "two slots"
     assert sample(during, "llamacpp:requests_deferred") == 1
     assert sample(after, "llamacpp:tokens_predicted_total") == 45
@@ -130,7 +135,8 @@ def test_the_stuck_switch_holds_a_slot_without_predicting(
     body = {"messages": [{"role": "user", "content": "go"}], "max_tokens": 3}
     worker = threading.Thread(target=post, args=(engine.url("/v1/chat/completions"), body))
     worker.start()
-    time.sleep(0.3)
+    wait_for(engine, lambda m: sample(m, "llamacpp:requests_processing") > 0)
+    time.sleep(0.2)  # held: nothing is predicted meanwhile
     stuck = metrics(get(engine.url("/metrics"))[1])
     assert sample(stuck, "llamacpp:requests_processing") == 1
     assert sample(stuck, "llamacpp:tokens_predicted_total") == 0

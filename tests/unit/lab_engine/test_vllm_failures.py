@@ -20,6 +20,7 @@ from tests.unit.lab_engine.standin import (
     sample,
     start_vllm,
     stream,
+    wait_for,
 )
 
 OOM_LINES = (
@@ -93,7 +94,8 @@ def test_the_stuck_switch_holds_requests_running_without_tokens(
         target=lambda: results.append(post(engine.url("/v1/chat/completions"), chat(3))[0])
     )
     worker.start()
-    time.sleep(0.3)
+    wait_for(engine, lambda m: sample(m, "vllm:num_requests_running") > 0)
+    time.sleep(0.2)  # held: nothing is generated meanwhile
     stuck = metrics(get(engine.url("/metrics"))[1])
     assert sample(stuck, "vllm:num_requests_running") == 1
     assert sample(stuck, "vllm:generation_tokens_total") == 0
@@ -118,7 +120,8 @@ def test_stuck_from_the_start(image: Image, vllm_model: Path, running: list[Stan
 
     worker = threading.Thread(target=ask)
     worker.start()
-    time.sleep(0.3)
+    wait_for(engine, lambda m: sample(m, "vllm:num_requests_running") > 0)
+    time.sleep(0.2)  # held: nothing is generated meanwhile
     m = metrics(get(engine.url("/metrics"))[1])
     assert sample(m, "vllm:num_requests_running") == 1
     assert sample(m, "vllm:generation_tokens_total") == 0

@@ -6,12 +6,20 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.unit.lab_engine.standin import Image, StandIn, get, metrics, post, sample, start_vllm
+from tests.unit.lab_engine.standin import (
+    Image,
+    StandIn,
+    get,
+    metrics,
+    post,
+    sample,
+    start_vllm,
+    wait_for,
+)
 
 SPEC = {"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4}
 
@@ -60,8 +68,7 @@ def test_counters_grow_while_a_request_runs(
     engine = serve(image, vllm_model, running, spec=True, rate="40")
     thread = threading.Thread(target=ask, args=(engine, 30))
     thread.start()
-    time.sleep(0.35)
-    during = metrics(get(engine.url("/metrics"))[1])
+    during = wait_for(engine, lambda m: sample(m, "vllm:spec_decode_num_drafts_total") > 0)
     thread.join()
     after = metrics(get(engine.url("/metrics"))[1])
     assert sample(during, "vllm:num_requests_running") == 1

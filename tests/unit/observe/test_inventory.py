@@ -48,3 +48,16 @@ def test_a_stopped_seat_shows_in_the_diff() -> None:
     )
     assert delta[:2] == ["--- INV.md (committed)\n", "+++ live fleet\n"]
     assert any(line.startswith("+| `coder` **exited** |") for line in delta)
+
+
+def test_a_tensor_parallel_seat_shows_each_gpus_share_and_its_total_once() -> None:
+    """reason runs on GPUs 2 and 3 with 20,480 MiB in all: 10,240 under each GPU."""
+    fleet = example()
+    text = render_markdown(build_inventory(fleet, in_sync(fleet)))
+    tower = text.split("## Host `tower`")[1].split("## Host")[0]
+    gpu2, gpu3 = tower.split("### GPU 2:")[1].split("### GPU 3:")
+    row2 = next(line for line in gpu2.splitlines() if line.startswith("| `reason`"))
+    row3 = next(line for line in gpu3.splitlines() if line.startswith("| `reason`"))
+    assert "| 10,240 (20,480 over GPUs 2, 3) |" in row2
+    assert "| 10,240 |" in row3 and "20,480" not in row3
+    assert "reason 10,240 MiB" in gpu2 and "reason 10,240 MiB" in gpu3  # the bars agree

@@ -4,15 +4,16 @@
 seats; every way an observation is changed in tests and workflows (a copy with new hosts,
 a host replaced in place, a seat on two hosts, an unmanaged namesake) must still give the
 answer of the plain scan. The inventory's aliases per seat, indexed by address and port,
-must equal the comparison of every seat with every gateway entry.
+are those whose api_base names that seat's host and port.
 """
 
 from __future__ import annotations
 
+import pytest
+
 from fleet.observed.gateway_config import GatewayEntry
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.report.inventory import build_inventory
-from fleet.spec.models import DesiredFleet
 from tests.unit.plan.fakes import in_sync
 from tests.unit.render.test_compose import example
 
@@ -86,42 +87,54 @@ def test_the_index_is_not_part_of_the_value() -> None:
     assert live.hosts["tower"] == fresh.hosts["tower"]
 
 
-def test_inventory_aliases_equal_the_scan_of_every_entry() -> None:
+def inventory_aliases(
+    extra: tuple[GatewayEntry, ...] = (),
+) -> dict[tuple[str, str], tuple[str, ...]]:
+    """(host, seat) -> the aliases the inventory lists, with `extra` gateway entries added."""
     desired = example()
     live = in_sync(desired)
     assert live.gateway is not None and live.gateway.config is not None
-    extra = [
-        GatewayEntry(alias="by-name", api_base="http://tower:8030/v1"),
-        GatewayEntry(alias="other-path", api_base="http://127.0.0.11:8030/v2"),
-        GatewayEntry(alias="no-port", api_base="http://127.0.0.11/v1"),
-        GatewayEntry(alias="nowhere", api_base=None),
-    ]
     config = live.gateway.config.model_copy(
         update={"entries": (*live.gateway.config.entries, *extra)}
     )
     live = live.model_copy(update={"gateway": live.gateway.model_copy(update={"config": config})})
-    rows = {
+    return {
         (h.name, s.seat): s.aliases for h in build_inventory(desired, live).hosts for s in h.seats
     }
-    assert "by-name" in rows[("tower", "coder")] and "other-path" in rows[("tower", "coder")]
-    for host in live.hosts.values():
-        for seat in host.seats:
-            expected = [
-                e.alias
-                for e in config.entries
-                if seat.port is not None
-                and _endpoint(e.api_base or "")
-                in {(a, seat.port) for a in _addresses(desired, host.name)}
-            ]
-            assert rows[(host.name, seat.name)] == tuple(sorted(expected)), seat.name
 
 
-def _endpoint(api_base: str) -> tuple[str, int | None]:
-    netloc = api_base.split("://", 1)[-1].split("/", 1)[0]
-    address, _, port = netloc.rpartition(":")
-    return (address, int(port)) if port.isdigit() else (netloc, None)
+def test_every_seat_lists_the_aliases_routed_to_it() -> None:
+    assert inventory_aliases() == {
+        ("rig", "llama8b"): ("llama8b",),
+        ("tower", "char-rp"): ("char-rp", "roleplay"),
+        ("tower", "coder"): ("autocomplete", "coder"),
+        ("tower", "embed"): ("embed",),
+        ("tower", "flash"): ("flash", "summarizer"),
+        ("tower", "reason"): ("assistant", "chat", "reason"),
+        ("tower", "rerank"): ("rerank",),
+        ("tower", "sec"): ("sec", "sec-reasoning"),
+    }
 
 
-def _addresses(desired: DesiredFleet, host: str) -> set[str]:
-    spec = desired.hosts.get(host)
-    return ({host} | ({spec.address, spec.publish_address} if spec else set())) - {"0.0.0.0"}
+# An entry is routed to a seat by its api_base's address (the host's name, address or
+# publish address) and port; the path does not matter.
+ROUTES = [
+    ("host-name", "http://tower:8030/v1", [("tower", "coder")]),
+    ("host-address", "http://127.0.0.12:8050/v1", [("rig", "llama8b")]),
+    ("other-path", "http://127.0.0.11:8030/v2", [("tower", "coder")]),
+    ("no-port", "http://127.0.0.11/v1", []),
+    ("no-api-base", None, []),
+    ("port-on-another-host", "http://127.0.0.12:8030/v1", []),
+    ("any-address-is-no-host", "http://0.0.0.0:8030/v1", []),
+]
+
+
+@pytest.mark.parametrize(("api_base", "seats"), [c[1:] for c in ROUTES], ids=[c[0] for c in ROUTES])
+def test_an_entry_is_listed_on_the_seat_at_its_address_and_port(
+    api_base: str | None, seats: list[tuple[str, str]]
+) -> None:
+    rows = inventory_aliases((GatewayEntry(alias="extra", api_base=api_base),))
+    assert sorted(seat for seat, aliases in rows.items() if "extra" in aliases) == seats
+    assert {k: tuple(a for a in v if a != "extra") for k, v in rows.items()} == (
+        inventory_aliases()
+    ), "the other aliases stay where they were"

@@ -1,7 +1,10 @@
-"""A live fleet exactly as desired/ says, built from the rendered compose services.
+"""A live fleet exactly as desired/ says: the Observation observe would have built.
 
-Tests perturb it (drop a container, change an argv, move an alias) and check the plan.
-This is a fake at our own seam: the Observation model that observe would have built.
+Each seat's container runs with the argv written out by hand in `tests.unit.plan.live_argv`
+(never the renderer's output, so plan is checked against what an engine really runs
+with) and carries the labels of its compose service, as compose gives them. Tests perturb
+it (drop a container, change an argv, move an alias) and check the plan. This is a fake at
+our own seam.
 """
 
 from __future__ import annotations
@@ -22,16 +25,16 @@ from fleet.observed.models import (
 from fleet.render.gateway import render_gateway_config
 from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
+from tests.unit.plan.live_argv import live_argv
 
 GIB = 1024**3
 
 
 def live_seat(fleet: DesiredFleet, seat: Seat, **argv_edit: str) -> ObservedSeat:
+    """The seat running in sync (its hand-written argv and its `extra_args`), but for the
+    flags edited (`max_model_len="131072"`: the process runs with that value)."""
     service = render_service(seat, fleet.hosts[seat.host])
-    argv = [*service["entrypoint"], *service["command"]]
-    for flag, value in argv_edit.items():
-        flag = "--" + flag.replace("_", "-")
-        argv[argv.index(flag) + 1] = value
+    argv = live_argv(seat.name, seat.extra_args, **argv_edit)
     container = ContainerFact(
         id=f"{seat.name:0<64}"[:64],
         name=f"fleet-{seat.host}-{seat.name}-1",

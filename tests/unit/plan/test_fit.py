@@ -63,11 +63,26 @@ def test_fit_takes_the_largest_budget_that_fits_beside_the_other_seats() -> None
     assert room.headroom_mib is not None and 0 <= room.headroom_mib < 1
 
 
-def test_no_budget_fits_when_the_band_needs_more_than_the_gpu_has() -> None:
+# sec held to 2.5x..3.5x: 2.5 requests of 262,144 tokens need 850 blocks of 53.1 MiB
+SEC_BAND = ("context: 262144", "context: 262144\nconcurrency_band: {min: 2.5, max: 3.5}")
+
+
+def test_a_hybrid_seat_is_sized_by_the_engines_maximum_concurrency() -> None:
+    """sec (Qwen3.5-27B, MTP k=3) at 262,144: the band's middle is 1.85 requests of 340
+    blocks (328 of the context, 3 state groups of 1 + 3 speculative blocks), not 1.85 x
+    262,144 KV tokens, which would need 81.7 GiB."""
     fit = fit_seat(example(), first_plan(), "sec")
+    assert fit.budgets is not None and fit.chosen is not None
+    assert fit.max_concurrency == 1.85
+    assert fit.chosen == 629 * 800 * 4096 * 17 // MIB * MIB + MIB  # ceil(1.85 x 340) blocks
+    assert fit.kv_tokens is not None and fit.kv_tokens / fit.context < 0.5
+
+
+def test_no_budget_fits_when_the_band_needs_more_than_the_gpu_has() -> None:
+    fit = fit_seat(example({"seats/sec.yaml": SEC_BAND}), first_plan(), "sec")
     assert fit.chosen is None
     assert fit.reason == (
-        "the band needs at least 81.7GiB of KV but the seats beside it leave 42.6GiB on "
+        "the band needs at least 44.1GiB of KV but the seats beside it leave 42.6GiB on "
         "tower GPU 0 beside its weights"
     )
     with pytest.raises(PlanError, match="no KV budget fits sec"):
@@ -120,7 +135,10 @@ def test_write_changes_only_that_value_byte_for_byte(
     app.command("version")(lambda: None)
     result = CliRunner().invoke(app, ["fit", "flash", "--write", "--desired", str(desired)])
     assert result.exit_code == 0, result.output
-    assert "kv_cache_bytes: 11604MiB -> ~121,248 tokens = 1.85x" in result.output
+    assert (
+        "kv_cache_bytes: 11604MiB -> ~121,248 tokens, max concurrency 1.85x at 65,536"
+        in result.output
+    )
     flash = desired / "seats" / "flash.yaml"
     old, new = before[flash].split(b"\n"), flash.read_bytes().split(b"\n")
     assert [i for i, (a, b) in enumerate(zip(old, new, strict=True)) if a != b] == [9]
@@ -135,6 +153,9 @@ def test_fit_exits_1_with_the_reason_when_nothing_fits(
 ) -> None:
     desired = tmp_path / "desired"
     shutil.copytree(DESIRED, desired)
+    sec = desired / "seats" / "sec.yaml"
+    sec.write_text(sec.read_text().replace(*SEC_BAND))
+    before = sec.read_bytes()
     _observe_with(monkeypatch, first_plan())
     app = typer.Typer()
     app.command()(cli_fit.fit)
@@ -143,9 +164,7 @@ def test_fit_exits_1_with_the_reason_when_nothing_fits(
     assert result.exit_code == 1
     assert isinstance(result.exception, PlanError)
     assert str(result.exception).startswith("no KV budget fits sec: the band needs at least")
-    assert (desired / "seats" / "sec.yaml").read_bytes() == (
-        DESIRED / "seats" / "sec.yaml"
-    ).read_bytes()
+    assert sec.read_bytes() == before
 
 
 class _NoConnections(AbstractContextManager["_NoConnections"]):

@@ -75,6 +75,22 @@ CASES: list[tuple[str, Tweak, Endpoints, HealthState, str]] = [
         "concurrency 1.00x (262,144 KV tokens / 262,144) is outside 1.2x..2.5x",
     ),
     (
+        # a hybrid model: 84,800 tokens are 0.32 of the context, but vLLM's own figure,
+        # what the band judges, is 1.25 requests
+        "hybrid-in-band-by-max-concurrency",
+        engine(kv_cache_tokens=84_800, max_concurrency=1.25),
+        READY,
+        HealthState.HEALTHY,
+        "serves sec, 84,800 KV tokens = 1.25x",
+    ),
+    (
+        "hybrid-out-of-band",
+        engine(kv_cache_tokens=84_800, max_concurrency=1.1),
+        READY,
+        HealthState.FAILED,
+        "concurrency 1.10x (vLLM's Maximum concurrency at 262,144) is outside 1.2x..2.5x",
+    ),
+    (
         "wrong-gpu",
         lambda s: s.model_copy(update={"gpus": (1,)}),
         READY,

@@ -41,8 +41,8 @@ ESTIMATES = [
     ("flash", 10 * GIB, 106_992, 1.6326),
     # tensor parallel 2: 4 of 8 KV heads per GPU
     ("reason", 11 * GIB, 90_112, 2.2),
-    # hybrid linear attention with MTP, k=3: 203 blocks of 416 tokens per group
-    ("sec", 22 * GIB, 84_448, 0.3221),
+    # hybrid linear attention with MTP, k=3: 106 blocks of 800 tokens per group
+    ("sec", 22 * GIB, 84_800, 0.3235),
     # 10 full + 52 sliding-window layers in 7 groups of 10
     ("char-rp", 24641 * 2**20, 45_056, 0.3438),
     ("embed", 256 * 2**20, 16_384, 16.0),
@@ -123,17 +123,31 @@ def test_plan_text_and_markdown_show_the_prediction_beside_the_action() -> None:
     start = lines.index("  ~ seat flash on tower")
     assert lines[start + 1 : start + 4] == [
         "      ~ context: 65536 -> 32768",
-        "      = KV 10GiB -> ~107,000 tokens = 3.27x (band 1.2x..2.5x), estimate",
+        "      = KV 10GiB -> ~107,000 tokens, max concurrency 3.27x at 32,768 (band 1.2x..2.5x), "
+        "estimate",
         "      = GPU 2: 54,272 of 97,887 MiB with every seat on it",
     ]
-    assert "context changes; KV 10GiB -> ~107,000 tokens = 3.27x" in plan_markdown(plan)
+    assert "context changes; KV 10GiB -> ~107,000 tokens, max concurrency 3.27x" in plan_markdown(
+        plan
+    )
 
 
-def test_a_hybrid_models_engine_concurrency_is_shown_beside_tokens_per_context() -> None:
+def test_a_hybrid_models_maximum_concurrency_is_what_the_line_and_the_band_judge() -> None:
+    """sec: 424 blocks over the 340 one 262,144-token request takes (328 of its context,
+    three state groups of one block plus three speculative ones); tokens / context is 0.32."""
     fleet = example()
     prediction = predict_seat(fleet, first_plan(), fleet.seats["sec"])
-    assert prediction.engine_concurrency == 1.2855
-    assert prediction.describe().endswith("; vLLM's own Maximum concurrency 1.29x")
+    assert prediction.max_concurrency == round(424 / 340, 4)
+    assert prediction.band_concurrency == prediction.max_concurrency
+    assert prediction.describe() == (
+        "KV 22GiB -> ~84,800 tokens, max concurrency 1.25x at 262,144 (band 1.2x..2.5x), estimate"
+    )
+    data = prediction.model_dump(mode="json")
+    assert (data["kv_tokens"], data["max_concurrency"], data["context"]) == (
+        84_800,
+        1.2471,
+        262_144,
+    )
 
 
 UNKNOWN = [

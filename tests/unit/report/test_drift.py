@@ -75,7 +75,7 @@ CASES: list[tuple[str, Edit, list[str]]] = [
     (
         "seat-gone",
         host_edit("rig", seats=()),
-        ["seat llama8b on rig: gone"],
+        ["seat llama8b on rig: gone", "seat llama8b-sgl on rig: gone"],
     ),
 ]
 

@@ -1,5 +1,5 @@
 """The compose runtime reads a host's containers, their live argv, logs and the compose
-file fleet wrote out of the fact script's sections, and says when Docker did not answer."""
+file fleet wrote out of what the fact script printed, and says when Docker did not answer."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from fleet.facts.script import FactOutput
 from fleet.runtimes import runtime_for
 from fleet.runtimes.compose import COMPOSE
 
@@ -60,7 +61,12 @@ def test_the_runtime_reads_its_seats(
     definitions: dict[str, object],
     error: str | None,
 ) -> None:
-    seats = COMPOSE.read_seats(sections)
+    printed = "".join(
+        f"@@FLEET {kind} {arg}\n{text}\n"
+        for kind, parts in sections.items()
+        for arg, text in parts.items()
+    )
+    seats = COMPOSE.read_seats(FactOutput(printed + "@@FLEET end\n"))
     assert [c.argv for c in seats.instances] == ([argv] if argv else [])
     assert [seats.logs[c.id] for c in seats.instances] == ([log] if argv else [])
     assert (seats.definitions, seats.error) == (definitions, error)
@@ -76,6 +82,4 @@ def test_a_host_that_names_no_runtime_runs_compose() -> None:
 
     host = Host.model_validate({"name": "h", "ssh": {"alias": "h"}, "address": "127.0.0.1"})
     assert runtime_for(host) is COMPOSE
-    assert "--filter label=fleet.seat=flash " in "".join(
-        f.command for f in COMPOSE.seat_facts("flash")
-    )
+    assert "--filter label=fleet.seat=flash " in "".join(COMPOSE.seat_facts("flash"))

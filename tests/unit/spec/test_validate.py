@@ -68,8 +68,8 @@ CASES = [
     ),
     (
         "bad-engine",
-        [("seats/sec.yaml", "engine: vllm", "engine: sglang")],
-        "desired/seats/sec.yaml:4: error: engine: expected one of 'vllm' or 'llama.cpp'",
+        [("seats/sec.yaml", "engine: vllm", "engine: tgi")],
+        "desired/seats/sec.yaml:4: error: engine: expected one of 'vllm', 'llama.cpp' or 'sglang'",
     ),
     (
         "unknown-runtime",

@@ -33,7 +33,7 @@ def broken(tmp_path: Path) -> Path:
 def test_example_is_valid() -> None:
     result = run_fleet("validate", "--desired", str(DESIRED))
     assert result.returncode == 0, result.stderr
-    assert "valid (3 hosts, 8 seats" in result.stdout
+    assert "valid (3 hosts, 9 seats" in result.stdout
 
 
 def test_schema_errors_exit_1_one_line_each(broken: Path) -> None:

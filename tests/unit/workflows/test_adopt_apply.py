@@ -10,6 +10,7 @@ from fleet.plan.actions import Action, ActionKind
 from fleet.plan.plan import Plan
 from fleet.runtimes.compose import render_compose, render_service
 from reconciler.workflows.apply import ApplyOptions, apply_plan
+from tests.fakes.clock import FakeClock
 from tests.fakes.containers import FakeContainer
 from tests.fakes.engines import engine_log
 from tests.fakes.host import FakeHost, FakeSessions
@@ -17,7 +18,7 @@ from tests.unit.render.test_compose import example
 from tests.unit.workflows.test_apply import COMPOSE, OOM, Steps
 
 DESIRED = example()
-FAST = ApplyOptions(seat_timeout=5.0, gateway_timeout=1.0, drain_timeout=1.0)
+FAST = ApplyOptions(seat_timeout=5.0, gateway_timeout=1.0, drain_timeout=1.0, clock=FakeClock())
 PLAN = Plan(
     created_at="T",
     actions=(

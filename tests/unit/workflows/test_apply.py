@@ -21,6 +21,7 @@ from fleet.runtimes.compose import render_compose
 from fleet.yamltext import load_yaml
 from reconciler.runtimes import compose as seat_ops
 from reconciler.workflows.apply import ApplyOptions, apply_plan
+from tests.fakes.clock import FakeClock
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.plan.fakes import in_sync, live_seat
 from tests.unit.render.test_compose import example
@@ -29,7 +30,7 @@ AFTER = example()
 BEFORE = example({"seats/sec.yaml": ("context: 262144", "context: 131072")})
 COMPOSE, LOCK = "/srv/fleet/compose.yaml", "/srv/fleet/.fleet.lock"
 JOURNAL = "/srv/fleet/.fleet-journal.jsonl"
-FAST = ApplyOptions(seat_timeout=1.0, gateway_timeout=1.0, drain_timeout=1.0)
+FAST = ApplyOptions(seat_timeout=1.0, gateway_timeout=1.0, drain_timeout=1.0, clock=FakeClock())
 OOM = "ERROR 12-01 10:00:09 [core.py:700] torch.OutOfMemoryError: CUDA out of memory."
 
 
@@ -57,7 +58,7 @@ def observed_before() -> Observation:
     live = in_sync(AFTER)
     tower = live.hosts["tower"]
     seats = tuple(
-        live_seat(BEFORE, BEFORE.seats["sec"]) if s.name == "sec" else s
+        live_seat(BEFORE, BEFORE.seats["sec"], max_model_len="131072") if s.name == "sec" else s
         for s in tower.seats
         if s.name != "flash"
     )

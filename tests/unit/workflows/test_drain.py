@@ -48,6 +48,13 @@ CASES: list[tuple[str, list[Reply], bool, list[str], float]] = [
         1.0,
     ),
     ("llama-server-idle", [llama(0.0)], True, [], 0.0),
+    (
+        "sglang-busy-then-idle",
+        [gauge(1.0, "sglang:num_running_reqs"), gauge(0.0, "sglang:num_running_reqs")],
+        True,
+        ["flash still runs 1 request(s)"],
+        1.0,
+    ),
     ("stays-busy", [gauge(3.0)], False, ["flash still runs 3 request(s)"] * 121, 121.0),
     (
         "no-gauge-waits-the-bound",

@@ -13,6 +13,7 @@ from fleet.plan.actions import ActionKind
 from fleet.plan.plan import Plan, make_plan
 from fleet.runtimes.compose import render_compose
 from reconciler.workflows.apply import ApplyOptions, apply_plan
+from tests.fakes.clock import FakeClock
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.plan.fakes import in_sync
 from tests.unit.render.test_compose import example
@@ -20,7 +21,7 @@ from tests.unit.workflows.test_apply import COMPOSE, JOURNAL, LOCK, OOM, Steps
 
 DESIRED = example()
 NEW = {"tower": "coder", "rig": "llama8b"}  # one seat to create on each host
-FAST = ApplyOptions(seat_timeout=5.0, gateway_timeout=1.0, drain_timeout=1.0)
+FAST = ApplyOptions(seat_timeout=5.0, gateway_timeout=1.0, drain_timeout=1.0, clock=FakeClock())
 
 
 def missing_new_seats() -> Observation:
