@@ -8,12 +8,12 @@ source line of each), so nothing here compares fleet's renderer or parser with i
 from __future__ import annotations
 
 import pytest
-from fleet.render.compose import render_service
 
 from fleet.engines import engine_for, engine_load, explain_log, read_process, validate_fleet
 from fleet.engines.report import ErrorKind
 from fleet.observed.bench import oom_line
 from fleet.plan.plan import make_plan
+from fleet.runtimes.compose import render_service
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
