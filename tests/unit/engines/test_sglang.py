@@ -18,6 +18,7 @@ from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
 from tests.unit.plan.fakes import in_sync
+from tests.unit.plan.live_argv import LIVE_ARGV
 from tests.unit.render.test_compose import DESIRED
 
 SEAT = """# Llama 8B under SGLang on rig's second card.
@@ -237,7 +238,10 @@ def test_sglang_seat_rules(text: str, wanted: list[str]) -> None:
         assert start in error
 
 
-def test_an_in_sync_sglang_seat_plans_nothing_and_a_changed_fraction_replaces_it() -> None:
+def test_an_in_sync_sglang_seat_plans_nothing_and_a_changed_fraction_replaces_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setitem(LIVE_ARGV, "sgl", tuple(LIVE))  # the in-sync fleet runs it as written
     fleet, _ = seat()
     plan = make_plan(fleet, in_sync(fleet))
     assert [a for a in plan.actions if a.target == "sgl"] == []

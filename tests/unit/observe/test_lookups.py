@@ -106,6 +106,7 @@ def inventory_aliases(
 def test_every_seat_lists_the_aliases_routed_to_it() -> None:
     assert inventory_aliases() == {
         ("rig", "llama8b"): ("llama8b",),
+        ("rig", "llama8b-sgl"): ("llama8b-sgl",),
         ("tower", "char-rp"): ("char-rp", "roleplay"),
         ("tower", "coder"): ("autocomplete", "coder"),
         ("tower", "embed"): ("embed",),

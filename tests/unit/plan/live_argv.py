@@ -169,6 +169,27 @@ LIVE_ARGV: dict[str, tuple[str, ...]] = {
         "999",
         "--metrics",
     ),
+    # rig's second card: the lmsysorg/sglang image's `python3 -m sglang.launch_server`
+    "llama8b-sgl": (
+        "python3",
+        "-m",
+        "sglang.launch_server",
+        "--model-path",
+        "/models/Llama-3.1-8B-Instruct",
+        "--served-model-name",
+        "llama8b-sgl",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8062",
+        "--context-length",
+        "16384",
+        "--tp-size",
+        "1",
+        "--mem-fraction-static",
+        "0.8",
+        "--enable-metrics",
+    ),
 }
 
 
