@@ -18,10 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import git
-from fleet.runtimes.compose import render_compose
 from ruamel.yaml import YAML
 
 from fleet.render.gateway import render_gateway_config
+from fleet.runtimes.compose import render_compose
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet
 from reconciler.cli import run
