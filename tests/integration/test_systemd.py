@@ -117,6 +117,7 @@ def test_a_unit_starts_logs_restarts_after_kill_and_stops(
     finally:
         lab.run(host, f"systemctl stop {UNIT}", check=True)
     assert show(lab, host, UNIT, "ActiveState")["ActiveState"] == "inactive"
+    lab.run(host, f"rm /etc/systemd/system/{UNIT}.service && systemctl daemon-reload", check=True)
 
 
 # -- seats as units, through the fleet command line --------------------------------------
