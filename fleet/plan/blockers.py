@@ -208,7 +208,8 @@ def _kv_blockers(desired: DesiredFleet, seat: Seat, base: Basis) -> Iterator[Blo
     elif not band.min <= concurrency <= band.max:
         yield Blocker(
             target=seat.name,
-            message=f"{figures} = {concurrency:.2f}x, outside its band {band.min:g}x.."
+            message=f"{figures}, max concurrency {concurrency:.2f}x at {seat.context:,}, "
+            f"outside its band {band.min:g}x.."
             f"{band.max:g}x, so the health gate would roll it back: {_fix(seat, base, band)}",
         )
 

@@ -18,7 +18,6 @@ from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
 from tests.unit.plan.fakes import in_sync
-from tests.unit.plan.live_argv import LIVE_ARGV
 from tests.unit.render.test_compose import DESIRED
 
 SEAT = """# Llama 8B under SGLang on rig's second card.
@@ -238,17 +237,14 @@ def test_sglang_seat_rules(text: str, wanted: list[str]) -> None:
         assert start in error
 
 
-def test_an_in_sync_sglang_seat_plans_nothing_and_a_changed_fraction_replaces_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setitem(LIVE_ARGV, "sgl", tuple(LIVE))  # the in-sync fleet runs it as written
+def test_an_in_sync_sglang_seat_plans_nothing_and_a_changed_fraction_replaces_it() -> None:
     fleet, _ = seat()
-    plan = make_plan(fleet, in_sync(fleet))
+    plan = make_plan(fleet, in_sync(fleet, {"sgl": LIVE}))
     assert [a for a in plan.actions if a.target == "sgl"] == []
     assert any(n.target == "sgl" and n.reason.startswith("in sync") for n in plan.noops)
     changed, errors = fleet_with(SEAT.replace("0.8", "0.7"))
     assert errors == [] and changed is not None
-    replan = make_plan(changed, in_sync(fleet))
+    replan = make_plan(changed, in_sync(fleet, {"sgl": LIVE}))
     (action,) = [a for a in replan.actions if a.target == "sgl"]
     assert [(c.field, c.old, c.new) for c in action.changes] == [
         ("gpu_memory_utilization", 0.8, 0.7)

@@ -9,6 +9,8 @@ our own seam.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
 from fleet.engines.vllm.log import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.observed.assemble import observed_seat
@@ -30,11 +32,14 @@ from tests.unit.plan.live_argv import live_argv
 GIB = 1024**3
 
 
-def live_seat(fleet: DesiredFleet, seat: Seat, **argv_edit: str) -> ObservedSeat:
-    """The seat running in sync (its hand-written argv and its `extra_args`), but for the
-    flags edited (`max_model_len="131072"`: the process runs with that value)."""
+def live_seat(
+    fleet: DesiredFleet, seat: Seat, live: Sequence[str] | None = None, **argv_edit: str
+) -> ObservedSeat:
+    """The seat running in sync (its hand-written argv and its `extra_args`, or the `live`
+    argv a test wrote out for a seat of its own), but for the flags edited
+    (`max_model_len="131072"`: the process runs with that value)."""
     service = render_service(seat, fleet.hosts[seat.host])
-    argv = live_argv(seat.name, seat.extra_args, **argv_edit)
+    argv = list(live) if live is not None else live_argv(seat.name, seat.extra_args, **argv_edit)
     container = ContainerFact(
         id=f"{seat.name:0<64}"[:64],
         name=f"fleet-{seat.host}-{seat.name}-1",
@@ -50,10 +55,11 @@ def live_seat(fleet: DesiredFleet, seat: Seat, **argv_edit: str) -> ObservedSeat
     return observed_seat(container, engine=engine, gpus=seat.gpus, vram_mib=20 * 1024)
 
 
-def in_sync(fleet: DesiredFleet) -> Observation:
+def in_sync(fleet: DesiredFleet, live: Mapping[str, Sequence[str]] | None = None) -> Observation:
+    """The fleet as desired/ says; seats a test adds run with the argv it gives in `live`."""
     hosts = {}
     for name, host in fleet.hosts.items():
-        seats = tuple(live_seat(fleet, s) for s in fleet.seats_on(name))
+        seats = tuple(live_seat(fleet, s, (live or {}).get(s.name)) for s in fleet.seats_on(name))
         gpus = tuple(
             ObservedGpu(
                 index=g.index,

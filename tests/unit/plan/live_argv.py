@@ -3,7 +3,8 @@
 Each entry is the seat's `/proc/<pid>/cmdline` as the fact script reads it off a host
 where the seat is in sync with desired/: for vLLM the console script as the kernel starts
 it (`/usr/bin/python3 /usr/local/bin/vllm serve ...`, the vllm/vllm-openai image's
-ENTRYPOINT `vllm serve`), for llama.cpp the server binary of the ggml-org images. Sizes are
+ENTRYPOINT `vllm serve`), for SGLang `python3 -m sglang.launch_server` as the lmsysorg/sglang
+images start it, for llama.cpp the server binary of the ggml-org images. Sizes are
 the bytes the flags carry (22 GiB = 23622320128), speculative configs the JSON vLLM takes.
 
 These lists are data, not derived from fleet's renderer: the in-sync fake fleet
@@ -150,26 +151,6 @@ LIVE_ARGV: dict[str, tuple[str, ...]] = {
         "--speculative-config",
         '{"method":"qwen3_5_mtp","num_speculative_tokens":3}',
     ),
-    # tests/unit/engines/test_llamacpp.py's GGUF coder: 2 slots of 8,192 tokens
-    "gguf-coder": (
-        "/app/llama-server",
-        "--model",
-        "/models/coder-27b.gguf",
-        "--alias",
-        "gguf-coder",
-        "--host",
-        "0.0.0.0",
-        "--port",
-        "8060",
-        "--ctx-size",
-        "16384",
-        "--parallel",
-        "2",
-        "--n-gpu-layers",
-        "999",
-        "--metrics",
-    ),
-    # rig's second card: the lmsysorg/sglang image's `python3 -m sglang.launch_server`
     "llama8b-sgl": (
         "python3",
         "-m",
@@ -189,6 +170,25 @@ LIVE_ARGV: dict[str, tuple[str, ...]] = {
         "--mem-fraction-static",
         "0.8",
         "--enable-metrics",
+    ),
+    # tests/unit/engines/test_llamacpp.py's GGUF coder: 2 slots of 8,192 tokens
+    "gguf-coder": (
+        "/app/llama-server",
+        "--model",
+        "/models/coder-27b.gguf",
+        "--alias",
+        "gguf-coder",
+        "--host",
+        "0.0.0.0",
+        "--port",
+        "8060",
+        "--ctx-size",
+        "16384",
+        "--parallel",
+        "2",
+        "--n-gpu-layers",
+        "999",
+        "--metrics",
     ),
 }
 

@@ -476,7 +476,8 @@ def test_plan_refuses_a_concurrency_outside_the_band() -> None:
     fleet = example({"seats/flash.yaml": ("context: 65536", "context: 32768")})
     plan = predicted(fleet, False, FLASH_MODEL)
     assert (
-        "KV 10GiB -> 109,216 KV tokens (estimate) = 3.33x, outside its band 1.2x..2.5x, so "
+        "KV 10GiB -> 109,216 KV tokens (estimate), max concurrency 3.33x at 32,768, outside "
+        "its band 1.2x..2.5x, so "
         "the health gate would roll it back: set kv_cache_bytes between 3.7GiB and 7.5GiB, "
         "or run fleet fit flash"
     ) in messages(plan, "flash")
