@@ -8,6 +8,10 @@ v1, and v2 `0::/docker/<id>`) and under `/system.slice/docker-<id>.scope` with t
 driver (the v2 default). `<id>` is the 64-hex container id. A process outside any
 container (`0::/user.slice/...`, `0::/init.scope`) or seen from inside one (`0::/`) gives
 None; so do other runtimes (podman's `libpod-`, Kubernetes' `cri-containerd-`).
+
+`parse_cgroup_unit` maps a process to the systemd service it runs in, for seats that are
+units: systemd puts a service's processes under `.../system.slice/<unit>.service` (v2
+`0::/system.slice/fleet-coder.service`, v1 `1:name=systemd:/system.slice/...`).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import re
 from fleet.facts._text import clean_lines
 
 _LINE = re.compile(r"^\d+:[^:]*:(?P<path>/.*)$")
+_SERVICE = re.compile(r"/(?P<unit>[^/]+\.service)(?=/|$)")
 _DOCKER = re.compile(r"/docker[/-](?P<id>[0-9a-f]{64})(?=\.scope\b|/|$)")
 
 
@@ -30,4 +35,18 @@ def parse_cgroup(text: str) -> str | None:
         match = _LINE.match(line.strip())
         if match and (docker := _DOCKER.search(match.group("path"))):
             return docker.group("id")
+    return None
+
+
+def parse_cgroup_unit(text: str) -> str | None:
+    """The system service a process runs in (`fleet-coder.service`), or None: a process
+    in a container, a scope, the init scope or a user's session has no such unit."""
+    for line in clean_lines(text):
+        match = _LINE.match(line.strip())
+        path = match.group("path") if match else ""
+        if "/user.slice" in path or _DOCKER.search(path):
+            continue
+        services = _SERVICE.findall(path)
+        if services:
+            return str(services[-1])
     return None

@@ -34,6 +34,7 @@ class FindingKind(StrEnum):
     HOST_LOCKED = "host-locked"
     GATEWAY_UNREADABLE = "gateway-unreadable"
     INTERRUPTED_APPLY = "interrupted-apply"
+    RESTARTED_BY_RUNTIME = "restarted-by-runtime"
 
 
 class Finding(CoreModel):
@@ -144,6 +145,14 @@ def _seat_findings(
             message=f"container is {container.state} (exit code {container.exit_code}"
             f", {container.restart_count} restarts)",
         )
+    if container.runtime == "systemd" and container.restart_count > 0:
+        since = f" since {host.applied_at}" if host.applied_at else ""
+        yield Finding(
+            kind=FindingKind.RESTARTED_BY_RUNTIME,
+            target=target,
+            message=f"seat {seat.name} restarted {container.restart_count} "
+            f"time{'s' if container.restart_count > 1 else ''} by systemd{since}",
+        )
     yield from _image_findings(desired, target, seat)
     if spec is not None and spec.served_name not in seat.served_names and seat.served_names:
         yield Finding(
@@ -178,6 +187,8 @@ def _adopted(desired: DesiredFleet, host: ObservedHost, seat: ObservedSeat) -> S
 
 
 def _image_findings(desired: DesiredFleet, target: str, seat: ObservedSeat) -> Iterator[Finding]:
+    if seat.container.image.startswith("/"):
+        return  # an executable a systemd unit runs: no tag, no registry
     ref = parse_image(seat.container.image)
     floating = desired.settings.images.floating_tags
     if ref.tag is None or ref.tag in floating:

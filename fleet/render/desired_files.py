@@ -103,6 +103,8 @@ def host_file(host: ObservedHost, access: HostAccess) -> str:
     runtimes = {s.container.runtime for s in host.seats if s.engine_name}
     if "nvidia" in runtimes:
         text += line("gpu_handover", "runtime", "the engines run with `runtime: nvidia`")
+    if "systemd" in runtimes:
+        text += line("runtime", "systemd", "the engines run as systemd units")
     text += line("compose_dir", "/srv/fleet", "where fleet will keep its compose file")
     text += line("models_root", _models_root(host), "the common parent of the model paths")
     return text

@@ -57,13 +57,18 @@ def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSe
     lines: list[tuple[str, object, str]] = [("host", host.name, "observed on this host")]
     lines.append(_gpus(live))
     lines.append(("engine", kind, f"the process runs {' '.join(args.program) or kind}"))
-    lines.append(("image", _image(live), "docker inspect: the image and its registry digest"))
+    where = "docker inspect: the image and its registry digest"
+    if live.container.runtime == "systemd":
+        where = "the unit's ExecStart: the engine's executable"
+    lines.append(("image", _image(live), where))
     lines += _model_lines(live, args)
     lines += engine.import_lines(args)
     port = args.port or engine.DEFAULT_PORT
     lines.append(("port", port, "the live argv" if args.port else f"{kind}'s default port"))
-    if args.extra:
-        lines.append(("extra_args", list(args.extra), "the other flags of the live argv"))
+    rendered = getattr(engine, "RENDERED_SWITCHES", ())  # fleet renders these anyway
+    extra = [a for a in args.extra if a not in rendered]
+    if extra:
+        lines.append(("extra_args", extra, "the other flags of the live argv"))
     env = dict(live.container.env)
     if env:
         lines.append(("env", env, "the container's own environment; secrets as ${VAR}"))

@@ -1,4 +1,4 @@
-"""Host runtimes: how a host runs its seats, one module each (docker compose today).
+"""Host runtimes: how a host runs its seats, one module each (docker compose, systemd units).
 
 A host names its runtime in desired/hosts/<host>.yaml (`runtime: compose`, the default).
 The protocol is `fleet.runtimes.base.Runtime`:
@@ -30,9 +30,10 @@ from fleet.facts.host_facts import host_entries
 from fleet.facts.script import script
 from fleet.runtimes.base import Runtime, SeatInstances
 from fleet.runtimes.compose import COMPOSE
+from fleet.runtimes.systemd import SYSTEMD
 from fleet.spec.models import Host
 
-RUNTIMES: dict[str, Runtime] = {COMPOSE.NAME: COMPOSE}
+RUNTIMES: dict[str, Runtime] = {COMPOSE.NAME: COMPOSE, SYSTEMD.NAME: SYSTEMD}
 
 __all__ = ["RUNTIMES", "Runtime", "SeatInstances", "host_script", "runtime_for", "seat_script"]
 

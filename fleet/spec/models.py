@@ -118,7 +118,7 @@ class GpuSpec(CoreModel):
     memory: ByteSize = Field(description="Total memory, e.g. 97887MiB.")
 
 
-RuntimeName = Literal["compose"]  # the keys of fleet.runtimes.RUNTIMES
+RuntimeName = Literal["compose", "systemd"]  # the keys of fleet.runtimes.RUNTIMES
 
 
 class Host(CoreModel):
@@ -131,7 +131,9 @@ class Host(CoreModel):
     publish_address: str = Field("0.0.0.0", description="Interface seat ports bind on.")
     gpus: tuple[GpuSpec, ...] = Field((), description="The host's GPUs.")
     runtime: RuntimeName = Field(
-        "compose", description="How the host runs its seats: compose (docker compose)."
+        "compose",
+        description="How the host runs its seats: compose (docker compose), or systemd "
+        "(a unit per seat; a seat's image is then the engine's executable).",
     )
     compose_dir: str = Field("/srv/fleet", description="Directory of compose files on the host.")
     models_root: str = Field("/models", description="Directory of model directories.")

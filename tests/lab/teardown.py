@@ -2,11 +2,13 @@
 
 Only what the state file recorded is touched: processes by pid + start time, anything
 still inside the hosts' mount namespaces, container processes of the hosts' engines,
-the lab's bridges (and compose `br-*` bridges inside the lab's own recorded address
-pools), its run dirs, the hosts' engine data, and its slot's claim; the shared mount
-points only when it is the last lab (claims.py). `footprint` decides what to remove and
-leaves out whatever another live lab recorded, so a down never reaches into another
-lab, even for a stale state whose slot has been taken over since.
+the systemd hosts' containers (nspawn, then what is left in their mount namespaces)
+and overlays, the lab's bridges and veths (and compose `br-*` bridges inside the lab's
+own recorded address pools), its run dirs, the hosts' engine data, and its slot's
+claim; the shared mount points only when it is the last lab (claims.py). `footprint`
+decides what to remove and leaves out whatever another live lab recorded, so a down
+never reaches into another lab, even for a stale state whose slot has been taken over
+since.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import requests
 from . import claims, procs
 from .state import LabState
 
-ROLE_ORDER = ("front", "gateway", "sshd", "dockerd")
+ROLE_ORDER = ("front", "gateway", "nspawn", "sshd", "dockerd")  # nspawn: systemd hosts (nspawn.py)
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -173,6 +175,7 @@ def remove_files(state: LabState, plan: Footprint) -> None:
     """Engine data, GPU usage records and run dirs of the lab's hosts."""
     for host in state.hosts.values():
         shutil.rmtree(Path(host["root"]) / "docker", ignore_errors=True)
+        shutil.rmtree(Path(host["root"]) / "overlay", ignore_errors=True)  # a systemd host's
         usage = Path(host["root"]) / "gpu" / "usage"
         for path in usage.glob("*.json") if usage.is_dir() else []:
             path.unlink(missing_ok=True)

@@ -32,15 +32,23 @@ def visible_gpus() -> list[Gpu]:
     """The GPUs handed to this container, in CUDA order; [] when none were."""
     wanted = os.environ.get("FLEET_LAB_GPUS", "")
     table = GPU_DIR / "gpus.json"
-    if not wanted or not table.is_file():
+    if not table.is_file():
         return []
     by_index = {g["index"]: g for g in json.loads(table.read_text())}
+    if "FLEET_LAB_CONTAINER_ID" not in os.environ:  # on the host itself, not in a container
+        cuda = os.environ.get("CUDA_VISIBLE_DEVICES")
+        wanted = ",".join(map(str, sorted(by_index))) if cuda is None else cuda
+    if not wanted.strip():
+        return []
     picked = [by_index[int(i)] for i in wanted.split(",") if int(i) in by_index]
     return [Gpu(g["index"], g["name"], g["memory_mib"] * MiB, g["uuid"]) for g in picked]
 
 
 def container_id() -> str:
-    """The id of the container this process runs in (set by the runtime wrapper)."""
+    """The id of the container this process runs in (set by the runtime wrapper), or of
+    the systemd unit's invocation on a host without containers."""
+    if "FLEET_LAB_CONTAINER_ID" not in os.environ and "INVOCATION_ID" in os.environ:
+        return "unit-" + os.environ["INVOCATION_ID"]
     return os.environ.get("FLEET_LAB_CONTAINER_ID", "unknown")
 
 

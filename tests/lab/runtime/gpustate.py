@@ -4,7 +4,9 @@ A host's GPU directory (<lab>/hosts/<host>/gpu) holds gpus.json (the cards), usa
 (one JSON file per engine process and GPU, written by the engine inside its container,
 see tests/lab/engine/gpu.py) and, when present, the flag file `driver-gone`.
 Engine processes record their pid as seen inside the container; the host pid is found
-through /proc/<pid>/status (NSpid) and /proc/<pid>/cgroup (the container id).
+through /proc/<pid>/status (NSpid) and /proc/<pid>/cgroup (the container id). An engine
+started by a systemd unit on the host itself (container `unit-<invocation id>`) records
+the pid nvidia-smi sees.
 """
 
 from __future__ import annotations
@@ -72,12 +74,20 @@ def namespace_pids() -> dict[tuple[str, int], int]:
     return table
 
 
+def host_pid_alive(record: dict) -> bool:
+    """Is the recorded pid a live process here (not a zombie)?"""
+    status = read_proc(str(record.get("pid", "")), "status")
+    return bool(status) and "\nState:\tZ" not in status
+
+
 def gpu_processes(gpu_dir: Path) -> list[GpuProcess]:
     """Live engine processes and their memory, sorted by GPU and pid."""
     table = namespace_pids()
     found = []
     for record in usage_records(gpu_dir):
         pid = table.get((str(record.get("container")), int(record.get("pid", -1))))
+        if str(record.get("container")).startswith("unit-") and host_pid_alive(record):
+            pid = int(record["pid"])
         if pid is not None:
             found.append(
                 GpuProcess(int(record["gpu"]), pid, str(record["name"]), int(record["mib"]))

@@ -1,14 +1,19 @@
-"""parse_cgroup on each /proc/<pid>/cgroup shape of FACTS.md §5 (Docker's documented paths).
+"""parse_cgroup on each /proc/<pid>/cgroup shape of FACTS.md §5 (Docker's documented paths),
+and parse_cgroup_unit on systemd services' paths.
 
-The corpus holds no cgroup files; the lines follow cgroups(7) (`ID:controllers:path`)
-and the container locations in Docker's runmetrics docs, with a made-up container id.
+The Docker lines follow cgroups(7) (`ID:controllers:path`) and the container locations in
+Docker's runmetrics docs, with a made-up container id; one service file is recorded on a
+lab systemd host (tests/corpus/systemd, see SOURCES.md).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from fleet.facts.cgroup import parse_cgroup
+from fleet.facts.cgroup import parse_cgroup, parse_cgroup_unit
+from tests.conftest import CORPUS
+
+CORPUS_SYSTEMD = CORPUS / "systemd"
 
 ID = "f66f3e77" + "0123456789abcdef" * 3 + "01234567"
 OTHER = "a" * 64
@@ -54,3 +59,43 @@ CASES = [
 )
 def test_container_id(text: str, expected: str | None) -> None:
     assert parse_cgroup(text) == expected
+
+
+SERVICE_CASES = [
+    (
+        "v1-nspawn-recorded",
+        (CORPUS_SYSTEMD / "cgroup-v1-service-in-nspawn.txt").read_text(),
+        "rec-demo.service",
+    ),
+    ("v2-system-service", "0::/system.slice/fleet-coder.service\n", "fleet-coder.service"),
+    (
+        "v2-template-instance-in-own-slice",
+        "0::/system.slice/system-fleet.slice/fleet-coder@8081.service\n",
+        "fleet-coder@8081.service",
+    ),
+    (
+        "v1-named-hierarchy",
+        "1:name=systemd:/system.slice/llama-server.service\n",
+        "llama-server.service",
+    ),
+    ("docker-container-systemd-driver", f"0::/system.slice/docker-{ID}.scope\n", None),
+    ("docker-container-cgroupfs", f"12:pids:/docker/{ID}\n0::/docker/{ID}\n", None),
+    (
+        "user-service",
+        "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.service\n",
+        None,
+    ),
+    ("session-scope", "0::/user.slice/user-1000.slice/session-3.scope\n", None),
+    ("init-scope", "0::/init.scope\n", None),
+    ("inside-private-namespace", "0::/\n", None),
+    ("empty", "", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [case[1:] for case in SERVICE_CASES],
+    ids=[case[0] for case in SERVICE_CASES],
+)
+def test_service_unit(text: str, expected: str | None) -> None:
+    assert parse_cgroup_unit(text) == expected

@@ -37,6 +37,12 @@ PROGRAM = "/app/llama-server"
 REQUIRED = ("context_length", "embedding_length", "block_count", "attention.head_count")
 
 
+def program() -> str:
+    """The executable's path, as nvidia-smi names the process: /app/llama-server in the
+    images, FLEET_LAB_LLAMACPP_PROGRAM where installed elsewhere (a systemd host)."""
+    return os.environ.get("FLEET_LAB_LLAMACPP_PROGRAM", PROGRAM)
+
+
 class LoadFailed(Exception):
     """The model did not load; the lines are printed, the server exits 1."""
 
@@ -134,7 +140,7 @@ def record_gpus(lay: Layout, draft: Layout | None) -> list[Path]:
     paths = []
     for name, device in {**lay.gpus, **(draft.gpus if draft else {})}.items():
         held = lay.gpu_bytes(name) + (draft.gpu_bytes(name) if draft else 0)
-        paths.append(gpumod.record_usage(device.gpu, held, PROGRAM))
+        paths.append(gpumod.record_usage(device.gpu, held, program()))
     return paths
 
 

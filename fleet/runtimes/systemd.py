@@ -1,0 +1,209 @@
+"""The systemd runtime: each seat of a host is a unit, `/etc/systemd/system/fleet-<seat>.service`.
+
+The second runtime behind `fleet.runtimes.base.Runtime`, for hosts that run engines with
+no Docker (llama-server or `vllm serve` as services). On such a host a seat's `image` is
+the engine's executable (`/usr/local/bin/llama-server`), the unit's ExecStart is that and
+the argv its engine module renders (`fleet.runtimes.systemd_unit`). The fact script lists
+the units fleet wrote and every hand-made unit whose ExecStart runs llama-server or vLLM,
+and for each prints `systemctl show` (state, MainPID, NRestarts, NeedDaemonReload), the
+main process's /proc cmdline, its journal and its unit file. Each unit becomes a neutral
+instance (`ContainerFact`: id = the unit's name, labels from its `X-Fleet-*` fields); a
+GPU process belongs to the unit its cgroup names. What runs these is
+`reconciler.runtimes.systemd`.
+"""
+
+from __future__ import annotations
+
+import shlex
+from typing import Any
+
+from fleet.facts.cgroup import parse_cgroup_unit
+from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts
+from fleet.facts.systemctl import PROPERTIES, UnitStatus, parse_show_blocks, unit_status
+from fleet.facts.unit_journal import parse_unit_journal
+from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL
+from fleet.runtimes import systemd_unit as units
+from fleet.runtimes.base import SeatInstances
+from fleet.secrets import mask_argv, mask_env_value
+from fleet.spec.models import DesiredFleet, Host, Seat
+
+ENGINE_EXECUTABLES = r"(llama-server|vllm)"  # a hand-made unit of these is an engine's
+
+
+def _unit_loop(selector: str) -> str:
+    """Shell printing, for each unit `selector` lists, what observe reads of it."""
+    unit_file = f'"{units.UNIT_DIR}/$u"'
+    return (
+        "systemctl show -p Version --value >/dev/null 2>&1\nmark systemd-rc $?\n"
+        f"units=$({selector})\n"
+        "for u in $units; do\n"
+        f'  mark unit "$u"; systemctl show "$u" -p {",".join(PROPERTIES)}\n'
+        '  pid=$(systemctl show "$u" -p MainPID --value)\n'
+        '  [ "${pid:-0}" -gt 0 ] && { mark cmdline "$u"; '
+        "tr '\\0' '\\n' < \"/proc/$pid/cmdline\"; }\n"
+        '  mark logs "$u"; journalctl -u "$u" -o short-iso --no-pager '
+        f"-n {LOG_LINES} 2>/dev/null\n"
+        f'  [ -f {unit_file} ] && {{ mark unit-file "$u"; cat {unit_file}; }}\n'
+        "done\n"
+    )
+
+
+HOST_UNITS = (
+    f"cd {units.UNIT_DIR} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
+    f" grep -l -E '^ExecStart=[^ ]*{ENGINE_EXECUTABLES}' *.service 2>/dev/null; }} | sort -u"
+)
+
+
+def parse_unit_definition(text: str) -> dict[str, Any]:
+    """A unit file fleet wrote, as the definition plan compares: its executable, argv,
+    plain environment, secrets file, restart policy and `X-Fleet-*` labels."""
+    fields: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        key, equals, value = line.partition("=")
+        if equals and not line.startswith("#"):
+            fields.setdefault(key.strip(), []).append(value.strip())
+    words = _words(fields.get("ExecStart", [""])[0])
+    environment: dict[str, str] = {}
+    for assignment in (w for line in fields.get("Environment", []) for w in _words(line)):
+        name, _, value = assignment.partition("=")
+        environment[name] = value
+    labels = {}
+    if units.SEAT_KEY in fields:
+        labels = {MANAGED_LABEL: "true", SEAT_LABEL: fields[units.SEAT_KEY][0]}
+        labels[HASH_LABEL] = (fields.get(units.HASH_KEY) or [""])[0]
+    return {
+        "image": words[0] if words else "",
+        "command": words[1:],
+        "environment": environment,
+        "environment_file": _first(fields, "EnvironmentFile"),
+        "restart": _first(fields, "Restart"),
+        "labels": labels,
+    }
+
+
+def _first(fields: dict[str, list[str]], key: str) -> str | None:
+    values = fields.get(key)
+    return values[0] if values else None
+
+
+def _words(line: str) -> list[str]:
+    """The words of an ExecStart or Environment value, as systemd splits them."""
+    try:
+        split = shlex.split(line)
+    except ValueError:
+        split = line.split()
+    return [w.replace("$$", "$").replace("%%", "%") for w in split]
+
+
+HAND_EDITED = "hand-edited"
+
+
+def _as_running(definition: dict[str, Any], status: UnitStatus, text: str) -> dict[str, Any]:
+    """A unit fleet wrote, its spec hash `hand-edited` when its file was changed since
+    (its text no longer has the hash it carries, or systemd has not reloaded it): drift."""
+    labels = definition["labels"]
+    if not labels:
+        return definition
+    edited = units.written_hash(text) != labels.get(HASH_LABEL) or status.need_daemon_reload
+    if not edited:
+        return definition
+    return {**definition, "labels": {**labels, HASH_LABEL: HAND_EDITED}}
+
+
+def _state(status: UnitStatus) -> str:
+    """The unit's state in the words instances use (docker's)."""
+    if status.active_state == "active" or status.active_state == "deactivating":
+        return "running"
+    if status.sub_state == "auto-restart":
+        return "restarting"
+    return "created" if status.active_state == "activating" else "exited"
+
+
+def _instance(
+    unit: str, status: UnitStatus, cmdline: str, definition: dict[str, Any]
+) -> ContainerFact:
+    argv = mask_argv(tuple(line for line in cmdline.split("\n") if line))
+    env = {k: mask_env_value(k, v) for k, v in definition["environment"].items()}
+    visible = env.pop("CUDA_VISIBLE_DEVICES", "")
+    return ContainerFact(
+        id=unit,
+        name=unit.removesuffix(".service"),
+        state=_state(status),
+        restart_count=status.restarts,
+        started_at=status.active_since or "",
+        pid=status.main_pid or 0,
+        image=status.exec_path or definition["image"],
+        labels=definition["labels"],
+        argv=argv or mask_argv(tuple([definition["image"], *definition["command"]])),
+        gpu_request=tuple(g for g in visible.split(",") if g),
+        env=env,
+        runtime="systemd",
+    )
+
+
+NOT_ANSWERING = "systemd is not answering on this host"
+
+
+def _read_units(parts: Parts) -> SeatInstances:
+    """Every listed unit as an instance, its run's log, and the definitions fleet wrote."""
+    listed, files = dict(parts["unit"]), dict(parts["unit-file"])
+    instances, logs, definitions = [], {}, {}
+    for unit in sorted(listed):
+        blocks = parse_show_blocks(listed[unit])
+        status = unit_status(blocks[0] if blocks else {}, unit)
+        text = files.get(unit, "")
+        definition = _as_running(parse_unit_definition(text), status, text)
+        instances.append(_instance(unit, status, parts["cmdline"].get(unit, ""), definition))
+        logs[unit] = parse_unit_journal(parts["logs"].get(unit, ""), unit).text
+        if definition["labels"]:
+            definitions[definition["labels"][SEAT_LABEL]] = definition
+    return SeatInstances(
+        instances=tuple(instances),
+        logs=logs,
+        definitions=definitions,
+        error=None if "0" in parts["systemd-rc"] else NOT_ANSWERING,
+    )
+
+
+UNITS: Fact[SeatInstances] = Fact(
+    name="units",
+    command=_unit_loop,
+    sections=("systemd-rc", "unit", "cmdline", "logs", "unit-file"),
+    process=_read_units,
+    default=SeatInstances(error=NOT_ANSWERING),
+    requires_command="systemctl",
+)
+
+
+class SystemdRuntime:
+    """Seats as systemd units on the host (`fleet-<seat>.service`)."""
+
+    NAME = "systemd"
+    DEFINITION = "unit definition"
+
+    def host_facts(self, host: Host) -> tuple[str, ...]:
+        return (UNITS.entry(HOST_UNITS),)
+
+    def seat_facts(self, seat: str) -> tuple[str, ...]:
+        return (UNITS.entry(f"echo {shlex.quote(units.unit_name(seat))}"),)
+
+    def read_seats(self, output: FactOutput) -> SeatInstances:
+        return output[UNITS]
+
+    def owner(self, cgroup: str) -> str | None:
+        return parse_cgroup_unit(cgroup)
+
+    def render_seat(self, seat: Seat, host: Host) -> dict[str, Any]:
+        return parse_unit_definition(units.render_unit(seat))
+
+    def spec_hash(self, definition: dict[str, Any]) -> str | None:
+        labels = definition.get("labels")
+        return labels.get(HASH_LABEL) if isinstance(labels, dict) else None
+
+    def render_host(self, desired: DesiredFleet, host_name: str) -> str:
+        seats = desired.seats_on(host_name)
+        return "".join(f"# {units.unit_path(s.name)}\n{units.render_unit(s)}\n" for s in seats)
+
+
+SYSTEMD = SystemdRuntime()

@@ -1,0 +1,146 @@
+"""The systemd runtime on a host: one unit file per seat, started and stopped one at a time.
+
+The adapter of `fleet.runtimes.systemd`. A seat's unit is written atomically to
+`/etc/systemd/system/fleet-<seat>.service` (the previous one kept beside it as `.prev`),
+its `${VAR}` secrets only to `/etc/fleet/fleet-<seat>.env` (0600), then `systemctl
+daemon-reload`; `start_seat` enables and (re)starts only that unit. A snapshot is every
+fleet unit's text, so rollback writes them back. Hand-made units (adopted by `fleet
+import`) are stopped, started, and disabled and stopped for good by name. Called through
+`reconciler.runtimes.adapter_for(host)` by the apply workflows, drain, bench and the loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+from typing import Any
+
+from fleet.engines import parse_engine_argv
+from fleet.errors import ApplyError
+from fleet.runtimes import systemd_unit as units
+from fleet.runtimes.base import Runtime
+from fleet.runtimes.systemd import SYSTEMD, parse_unit_definition
+from fleet.secrets import INTERPOLATION
+from fleet.spec.models import DesiredFleet, Host
+from reconciler.host import HostSession
+from reconciler.runtimes.base import Snapshot
+
+LIST_UNITS = f"cd {units.UNIT_DIR} && ls {units.UNIT_PREFIX}*.service 2>/dev/null"
+
+
+def secret_values(text: str) -> dict[str, str]:
+    """The environment values the seat's `${VAR}` references need (ApplyError if unset)."""
+    values = {}
+    for name in sorted(set(INTERPOLATION.findall(text))):
+        value = os.environ.get(name)
+        if value is None:
+            raise ApplyError(f"environment variable {name} (used by a seat's env) is not set")
+        values[name] = value
+    return values
+
+
+def systemctl(*words: str) -> str:
+    """A systemctl command line."""
+    return " ".join(["systemctl", *(shlex.quote(w) for w in words)])
+
+
+class SystemdAdapter:
+    """systemd on a host, one unit per seat."""
+
+    runtime: Runtime = SYSTEMD
+
+    def describe(self, host: Host) -> str:
+        return f"{units.UNIT_DIR}/{units.UNIT_PREFIX}*.service"
+
+    def snapshot(self, conn: HostSession, host: Host) -> Snapshot:
+        names = conn.run(LIST_UNITS).stdout.split()
+        texts = {name: conn.read_file(f"{units.UNIT_DIR}/{name}") for name in sorted(names)}
+        found = {name: text for name, text in texts.items() if text is not None}
+        return json.dumps(found, sort_keys=True) if found else None
+
+    def write_seats(
+        self,
+        conn: HostSession,
+        desired: DesiredFleet,
+        host: Host,
+        previous: Snapshot,
+        changes: dict[str, dict[str, Any] | None],
+    ) -> None:
+        before = json.loads(previous) if previous else {}
+        for name, definition in sorted(changes.items()):
+            path = units.unit_path(name)
+            if definition is None:
+                gone = (path, path + ".prev", units.env_file_path(name))
+                conn.run("rm -f " + " ".join(shlex.quote(p) for p in gone))
+                continue
+            seat = desired.seats[name]
+            env_text = units.render_env_file(seat, secret_values(" ".join(seat.env.values())))
+            if env_text is not None:
+                conn.check(f"mkdir -p {units.ENV_DIR}")
+                conn.write_file_atomic(units.env_file_path(name), env_text, mode=0o600)
+            if units.unit_name(name) in before:
+                conn.write_file_atomic(path + ".prev", before[units.unit_name(name)])
+            conn.write_file_atomic(path, units.render_unit(seat))
+        conn.check(f"mkdir -p {shlex.quote(host.compose_dir)} && systemctl daemon-reload")
+
+    def restore(self, conn: HostSession, host: Host, previous: Snapshot) -> None:
+        before: dict[str, str] = json.loads(previous) if previous else {}
+        for name in conn.run(LIST_UNITS).stdout.split():
+            if name not in before:
+                conn.run(f"rm -f {shlex.quote(f'{units.UNIT_DIR}/{name}')}")
+        for name, text in sorted(before.items()):
+            conn.write_file_atomic(f"{units.UNIT_DIR}/{name}", text)
+        conn.check("systemctl daemon-reload")
+
+    def start_seat(self, conn: HostSession, desired: DesiredFleet, host: Host, seat: str) -> None:
+        unit = units.unit_name(seat)
+        conn.check(f"{systemctl('enable', unit)} 2>&1 && {systemctl('restart', unit)}", timeout=300)
+
+    def remove_seat(self, conn: HostSession, desired: DesiredFleet, host: Host, seat: str) -> None:
+        unit = units.unit_name(seat)
+        conn.run(f"{systemctl('disable', '--now', unit)} 2>&1", timeout=300)
+        conn.run(f"{systemctl('reset-failed', unit)} 2>/dev/null")
+
+    def restart(self, conn: HostSession, host: Host, instance: str) -> None:
+        conn.check(systemctl("restart", instance), timeout=300)
+
+    def read_log(self, conn: HostSession, instance: str, since: str, lines: int) -> str:
+        # the current run's output (its invocation), which starts after `since` anyway
+        command = systemctl("show", "-p", "InvocationID", "--value", instance)
+        return conn.run(
+            f"journalctl -o cat --no-pager _SYSTEMD_INVOCATION_ID=$({command}) | tail -n {lines}"
+        ).stdout
+
+    def port_of(self, conn: HostSession, host: Host, seat: str) -> int | None:
+        result = conn.run(systemctl("show", "-p", "MainPID", "--value", units.unit_name(seat)))
+        pid = result.stdout.strip()
+        if not pid.isdigit() or pid == "0":
+            return None
+        argv = conn.run(f"tr '\\0' '\\n' < /proc/{pid}/cmdline").stdout.split("\n")
+        return parse_engine_argv([a for a in argv if a]).port
+
+    def port_in(self, previous: Snapshot, seat: str) -> int | None:
+        text = (json.loads(previous) if previous else {}).get(units.unit_name(seat))
+        if not text:
+            return None
+        definition = parse_unit_definition(text)
+        return parse_engine_argv([definition["image"], *definition["command"]]).port
+
+    def stop_hand_made(self, conn: HostSession, name: str) -> None:
+        conn.check(systemctl("stop", _unit(name)), timeout=300)
+
+    def start_hand_made(self, conn: HostSession, name: str) -> None:
+        conn.check(systemctl("start", _unit(name)), timeout=300)
+
+    def remove_hand_made(self, conn: HostSession, name: str) -> None:
+        conn.check(f"{systemctl('disable', '--now', _unit(name))} 2>&1", timeout=300)
+
+
+def _unit(name: str) -> str:
+    """A hand-made instance's unit (instances are named by their unit, `.service` or not)."""
+    return name if re.search(r"\.(service|scope)$", name) else f"{name}.service"
+
+
+SYSTEMD_ADAPTER = SystemdAdapter()

@@ -1,0 +1,265 @@
+"""Seats as systemd units on the lab's real systemd hosts (systemd-nspawn containers).
+
+The hosts boot once for this module (`systemd_hosts`); every test reaches them only
+over SSH, as fleet does: the lab's client key and the hosts' pinned host keys.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integration.helpers import FleetRepo, make_repo
+from tests.lab import Lab
+from tests.lab.nspawn import SystemdHost
+
+pytestmark = pytest.mark.lab
+
+UNIT = "lab-probe"
+URL = "http://127.0.0.1:8090/health"
+UNIT_TEXT = """[Unit]
+Description=llama-server stand-in for the lab's own checks
+
+[Service]
+ExecStart=/usr/local/bin/llama-server --model /models/qwen3-0.6b-q4_k_m.gguf --alias probe \
+    --host 0.0.0.0 --port 8090 --ctx-size 2048 --parallel 1 --n-gpu-layers 0
+Restart=on-failure
+RestartSec=1
+"""
+
+
+def show(lab: Lab, host: str, unit: str, *props: str) -> dict[str, str]:
+    """`systemctl show -p ...` of a unit on a host, as a dict."""
+    out = lab.run(host, f"systemctl show {unit} -p {','.join(props)}", check=True).stdout
+    return dict(line.split("=", 1) for line in out.splitlines() if "=" in line)
+
+
+def wait_show(lab: Lab, host: str, unit: str, prop: str, value: str, timeout: float = 60) -> None:
+    """Poll until the unit's property has the value (a busy machine needs seconds)."""
+    deadline = time.monotonic() + timeout
+    while show(lab, host, unit, prop)[prop] != value:
+        if time.monotonic() > deadline:
+            pytest.fail(
+                f"{host}: {unit} {prop} never became {value}: {show(lab, host, unit, prop)}"
+            )
+        time.sleep(0.5)
+
+
+def test_hosts_are_booted_systemd_reached_over_ssh_with_pinned_keys(
+    lab: Lab, systemd_hosts: list[SystemdHost]
+) -> None:
+    for host in systemd_hosts:
+        state = lab.run(host.name, "systemctl is-system-running --wait; hostname", check=True)
+        assert state.stdout.split() == ["running", host.name]
+        assert lab.run(host.name, "cat /proc/1/comm").stdout.strip() == "systemd"
+    other_key = lab.known_hosts.with_name("other_known_hosts")
+    lines = lab.known_hosts.read_text().splitlines()
+    gpu, cpu = systemd_hosts
+    cpu_key = next(ln for ln in lines if ln.startswith(f"[{cpu.address}]")).split()[1:]
+    swapped = [ln for ln in lines if not ln.startswith(f"[{gpu.address}]")]
+    swapped.append(f"[{gpu.address}]:2222 {' '.join(cpu_key)}")
+    other_key.write_text("\n".join(swapped) + "\n")
+    refused = subprocess.run(
+        [
+            "ssh",
+            "-F",
+            str(lab.ssh_config),
+            "-o",
+            f"UserKnownHostsFile={other_key}",
+            gpu.name,
+            "true",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 255
+    assert "host key" in refused.stderr.lower() or "identification" in refused.stderr.lower()
+
+
+def test_gpu_host_has_its_gpu_and_the_cpu_host_none(
+    lab: Lab, systemd_hosts: list[SystemdHost]
+) -> None:
+    gpu, cpu = systemd_hosts
+    listed = lab.run(gpu.name, "nvidia-smi -L", check=True).stdout
+    assert listed.startswith("GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-")
+    assert lab.run(cpu.name, "command -v nvidia-smi").returncode == 1
+
+
+def test_a_unit_starts_logs_restarts_after_kill_and_stops(
+    lab: Lab, systemd_hosts: list[SystemdHost]
+) -> None:
+    host = systemd_hosts[1].name
+    lab.run(host, f"cat > /etc/systemd/system/{UNIT}.service", input=UNIT_TEXT, check=True)
+    lab.run(host, f"systemctl daemon-reload && systemctl start {UNIT}", check=True)
+    try:
+        wait_show(lab, host, UNIT, "SubState", "running")
+        first = show(lab, host, UNIT, "MainPID", "NRestarts", "FragmentPath")
+        assert first["NRestarts"] == "0"
+        assert first["FragmentPath"] == f"/etc/systemd/system/{UNIT}.service"
+        health = f"python3 -c \"import urllib.request as u; print(u.urlopen('{URL}').read())\""
+        deadline = time.monotonic() + 60
+        while '"ok"' not in lab.run(host, health).stdout:
+            assert time.monotonic() < deadline, "the unit's llama-server never became healthy"
+            time.sleep(0.5)
+        lab.run(host, f"kill -9 {first['MainPID']}", check=True)
+        wait_show(lab, host, UNIT, "NRestarts", "1")
+        wait_show(lab, host, UNIT, "SubState", "running")
+        assert show(lab, host, UNIT, "MainPID")["MainPID"] != first["MainPID"]
+        journal = lab.run(host, f"journalctl -u {UNIT} --no-pager -o cat", check=True).stdout
+        assert "main: server is listening on http://0.0.0.0:8090" in journal
+        assert "Main process exited, code=killed, status=9/KILL" in journal
+    finally:
+        lab.run(host, f"systemctl stop {UNIT}", check=True)
+    assert show(lab, host, UNIT, "ActiveState")["ActiveState"] == "inactive"
+    lab.run(host, f"rm /etc/systemd/system/{UNIT}.service && systemctl daemon-reload", check=True)
+
+
+# -- seats as units, through the fleet command line --------------------------------------
+GPU_SEAT = """host: rtx3090
+gpus: [0]
+engine: llama.cpp
+image: /usr/local/bin/llama-server
+model: /models/qwen3-8b-q4_k_m.gguf
+served_name: coder
+context: 8192
+parallel: 2
+port: 8071
+"""
+CPU_SEAT = """host: apu
+gpus: []
+engine: llama.cpp
+image: /usr/local/bin/llama-server
+model: /models/qwen3-0.6b-q4_k_m.gguf
+served_name: small
+context: 4096
+parallel: 2
+port: 8070
+"""
+HAND_MADE = """[Unit]
+Description=llama.cpp server, set up by hand
+
+[Service]
+ExecStart=/usr/local/bin/llama-server --model /models/qwen3-0.6b-q4_k_m.gguf --alias hand \\
+    --host 0.0.0.0 --port 8072 --ctx-size 8192 --parallel 2 --n-gpu-layers 0 --metrics
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
+def host_file(host: SystemdHost) -> str:
+    gpus = "".join(
+        f"\n  - {{index: {g.index}, name: {g.name}, memory: {g.memory_mib}MiB}}"
+        for g in host.spec.gpus
+    )
+    head = f"ssh: {{alias: {host.name}}}\naddress: {host.address}\nruntime: systemd\n"
+    return head + (f"gpus:{gpus}\n" if gpus else "gpus: []\n")
+
+
+def systemd_repo(lab: Lab, hosts: list[SystemdHost], tmp_path: Path) -> FleetRepo:
+    repo = make_repo(tmp_path, lab, seats=())
+    for host in hosts:
+        (repo.desired / "hosts" / f"{host.name}.yaml").write_text(host_file(host))
+    (repo.desired / "seats" / "coder.yaml").write_text(GPU_SEAT)
+    (repo.desired / "seats" / "small.yaml").write_text(CPU_SEAT)
+    repo.commit("two seats as systemd units")
+    return repo
+
+
+def fleet_ok(repo: FleetRepo, *args: str) -> str:
+    result = repo.fleet(*args)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
+def main_pid(lab: Lab, host: str, unit: str) -> str:
+    return show(lab, host, unit, "MainPID")["MainPID"]
+
+
+def test_seats_as_units_apply_change_roll_back_restart_drift_heal_and_remove(
+    lab: Lab, systemd_hosts: list[SystemdHost], tmp_path: Path
+) -> None:
+    repo = systemd_repo(lab, systemd_hosts, tmp_path)
+    out = fleet_ok(repo, "apply", "--auto-approve", "--timeout", "120")
+    assert "seat coder healthy" in out and "seat small healthy" in out
+    assert repo.fleet("plan").returncode == 0
+    unit = lab.run("apu", "cat /etc/systemd/system/fleet-small.service", check=True).stdout
+    assert "Restart=on-failure" in unit and 'Environment="CUDA_VISIBLE_DEVICES="' in unit
+    seats = {
+        s["seat"]: s
+        for h in json.loads(fleet_ok(repo, "inventory", "--json"))["hosts"]
+        for s in h["seats"]
+    }
+    assert (seats["coder"]["gpus"], seats["coder"]["kv_cache_tokens"]) == ([0], 16384)
+    assert seats["coder"]["vram_mib"] > 0 and seats["small"]["gpus"] == []
+
+    before = main_pid(lab, "apu", "fleet-small")
+    repo.edit("seats/small.yaml", "context: 4096", "context: 2048")
+    assert "replace seat small" in fleet_ok(repo, "apply", "--auto-approve", "--timeout", "120")
+    assert main_pid(lab, "apu", "fleet-small") != before
+    assert "--ctx-size 4096" in lab.run("apu", "systemctl show fleet-small -p ExecStart").stdout
+
+    repo.edit("seats/small.yaml", "qwen3-0.6b-q4_k_m.gguf", "not-a-model.gguf")
+    failed = repo.fleet("apply", "--auto-approve", "--timeout", "60")
+    assert failed.returncode == 1 and "rolled back" in failed.stdout + failed.stderr
+    assert (
+        "qwen3-0.6b-q4_k_m.gguf"
+        in lab.run("apu", "cat /etc/systemd/system/fleet-small.service").stdout
+    )
+    wait_show(lab, "apu", "fleet-small", "SubState", "running")
+    repo.edit("seats/small.yaml", "not-a-model.gguf", "qwen3-0.6b-q4_k_m.gguf")
+    assert repo.fleet("plan").returncode == 0
+
+    lab.run("rtx3090", f"kill -9 {main_pid(lab, 'rtx3090', 'fleet-coder')}", check=True)
+    wait_show(lab, "rtx3090", "fleet-coder", "NRestarts", "1")
+    wait_show(lab, "rtx3090", "fleet-coder", "SubState", "running")
+    assert "seat coder restarted 1 time by systemd" in fleet_ok(repo, "inventory")
+
+    lab.run("apu", "sed -i 's/--port 8070/--port 8075/' /etc/systemd/system/fleet-small.service")
+    drifted = repo.fleet("plan")
+    assert drifted.returncode == 2 and "~ seat small on apu" in drifted.stdout
+    healed = repo.fleet("reconcile", "--once", "--self-heal")
+    assert healed.returncode == 0, healed.stdout + healed.stderr
+    assert repo.fleet("plan").returncode == 0
+
+    repo.remove("seats/small.yaml")
+    assert "remove seat small" in fleet_ok(
+        repo, "apply", "--auto-approve", "--prune", "--timeout", "120"
+    )
+    assert show(lab, "apu", "fleet-small", "LoadState")["LoadState"] == "not-found"
+    assert lab.run("apu", "ls /etc/systemd/system/ | grep -c fleet-").stdout.strip() == "0"
+    assert repo.fleet("plan").returncode == 0
+
+
+def test_import_adopts_a_hand_made_unit_in_place_then_a_change_takes_it_over(
+    lab: Lab, systemd_hosts: list[SystemdHost], tmp_path: Path
+) -> None:
+    lab.run("apu", "cat > /etc/systemd/system/llama-server.service", input=HAND_MADE, check=True)
+    lab.run("apu", "systemctl daemon-reload && systemctl enable --now llama-server", check=True)
+    wait_show(lab, "apu", "llama-server", "SubState", "running")
+    pid = main_pid(lab, "apu", "llama-server")
+    repo = make_repo(tmp_path, lab, seats=())
+    shutil.rmtree(repo.desired)
+    imported = fleet_ok(repo, "import", "--host", "apu", "--out", "desired")
+    host_text = (repo.desired / "hosts" / "apu.yaml").read_text()
+    assert 'runtime: "systemd"' in host_text, imported + host_text
+    repo.commit("imported")
+    plan = repo.fleet("plan")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert main_pid(lab, "apu", "llama-server") == pid
+
+    (seat_file,) = (repo.desired / "seats").glob("*.yaml")
+    repo.edit(f"seats/{seat_file.name}", "context: 4096", "context: 2048")
+    out = fleet_ok(repo, "apply", "--auto-approve", "--timeout", "120")
+    assert "remove hand-made container llama-server" in out
+    taken = show(lab, "apu", "llama-server", "ActiveState", "UnitFileState")
+    assert taken == {"ActiveState": "inactive", "UnitFileState": "disabled"}
+    wait_show(lab, "apu", f"fleet-{seat_file.stem}", "SubState", "running")
+    assert repo.fleet("plan").returncode == 0

@@ -1,0 +1,313 @@
+"""Real systemd hosts for the lab: Debian containers booted with systemd-nspawn.
+
+A test that needs hosts running seats as systemd units asks for them (the module fixture
+`systemd_hosts`, tests/lab/fixtures.py); `boot(lab)` adds them to a running lab and
+`halt(lab)` removes them again (the lab's `down` also does, from its state file).
+
+    rootfs   one minbase Debian tree, built once with mmdebstrap and cached in ROOTFS
+             (about 60 s; systemd, dbus, openssh-server, python3, iproute2, procps)
+    a host   `systemd-nspawn --boot` of that tree under an overlay of its own
+             (<host>/overlay/upper, written before the boot: hostname, /etc/hosts,
+             10-host0.network, sshd's drop-in with the host key, llama-server,
+             nvidia-smi), with --network-veth: the container's host0 holds the host's
+             address, the machine's side `ve-<machine>` the /25's first address
+    address  in the lab's slot scheme: the host's /24 of 198.18.0.0/15 (slots.py),
+             .1 on this machine's side, .2 the host; sshd on :2222, reached only over
+             SSH with the lab's client key and the host's pinned host key
+
+Inside, /models is the host's models folder, the stand-in engine is the `vllm` package
+(so `/usr/local/bin/llama-server` and `vllm` run it), and a GPU host has the simulated
+driver's state at /run/fleet-lab-gpu and `nvidia-smi` on PATH: an engine started by a
+unit sees the GPUs its CUDA_VISIBLE_DEVICES names (tests/lab/engine/gpu.py).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from . import models, procs, sshcfg
+from .bringup import port_open, procs_path, wait_for
+from .hosts import LabHost, write_gpu_state
+from .image import ENGINE_SRC, LLAMA_SERVER_SCRIPT, VLLM_SCRIPT
+from .procs import LabError
+from .spec import CPU_MODELS, RTX_3090, SSH_PORT, HostSpec, make_gpus
+
+if TYPE_CHECKING:
+    from .lab import Lab
+
+ROOTFS = Path(os.environ.get("FLEET_LAB_SYSTEMD_ROOTFS", "/opt/fleet-lab/systemd-rootfs"))
+MIRROR = os.environ.get("FLEET_LAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+PACKAGES = "systemd,systemd-sysv,dbus,openssh-server,python3,iproute2,procps,ca-certificates"
+SITE = "/usr/local/lib/python3.11/dist-packages/vllm"
+GPU_MODELS = ("qwen3-8b-q4_k_m.gguf", "qwen3-0.6b-q8_0.gguf", "not-a-model.gguf")
+ROLE = "nspawn"
+
+
+def specs() -> tuple[HostSpec, ...]:
+    """The GPU host (one RTX 3090) and the CPU-only host that run seats as units."""
+    gpus = make_gpus("rtx3090", RTX_3090, 24576, 1)
+    return (
+        HostSpec("rtx3090", "127.0.0.15", 5, gpus, "runtime", GPU_MODELS, image_tags=()),
+        HostSpec("apu", "127.0.0.16", 6, models=CPU_MODELS, image_tags=()),
+    )
+
+
+@dataclass(frozen=True)
+class SystemdHost(LabHost):
+    """A lab host that is a booted container: its own network namespace and address."""
+
+    @property
+    def address(self) -> str:
+        """host0's address: .2 of the host's /24 in the lab's block."""
+        return str(self.slot.host_net(self.spec.number).network_address + 2)
+
+    @property
+    def machine_side(self) -> str:
+        """This machine's end of the veth pair, with its /25."""
+        return f"{self.slot.host_net(self.spec.number).network_address + 1}/25"
+
+    @property
+    def machine(self) -> str:
+        """The container's machine name (unique on the machine: it carries the slot)."""
+        return f"f{self.slot.index}-{self.name}"
+
+    @property
+    def veth(self) -> str:
+        """What nspawn names this machine's end of the veth pair."""
+        return f"ve-{self.machine}"[:15]
+
+    @property
+    def upper(self) -> Path:
+        """The host's own layer over the shared rootfs."""
+        return self.root / "overlay" / "upper"
+
+
+# -- the rootfs --------------------------------------------------------------------------
+def ensure_rootfs() -> Path:
+    """The cached rootfs, built first if missing (one builder at a time on the machine)."""
+    if (ROOTFS / "usr/lib/systemd/systemd").exists():
+        return ROOTFS
+    ROOTFS.parent.mkdir(parents=True, exist_ok=True)
+    with (ROOTFS.parent / f".{ROOTFS.name}.lock").open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        if (ROOTFS / "usr/lib/systemd/systemd").exists():
+            return ROOTFS
+        building = ROOTFS.with_name(ROOTFS.name + ".building")
+        shutil.rmtree(building, ignore_errors=True)
+        command = ["mmdebstrap", "--variant=minbase", f"--include={PACKAGES}", "bookworm"]
+        procs.run([*command, str(building), MIRROR], timeout=900)
+        building.rename(ROOTFS)
+    return ROOTFS
+
+
+# -- one host's layer ------------------------------------------------------------------
+def write(path: Path, text: str, mode: int = 0o644) -> None:
+    """A file in a host's layer (parents created)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def sshd_dropin(host: SystemdHost) -> str:
+    """sshd_config.d drop-in: the lab's port, host key and client key, nothing else."""
+    return (
+        f"ListenAddress {host.address}:{SSH_PORT}\n"
+        "HostKey /etc/ssh/fleet-lab/ssh_host_ed25519_key\n"
+        "AuthorizedKeysFile /etc/ssh/fleet-lab/authorized_keys\n"
+        "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\nUseDNS no\nPrintMotd no\n"
+        "MaxStartups 200:30:400\nMaxSessions 100\n"
+    )
+
+
+def write_layer(lab: Lab, host: SystemdHost) -> None:
+    """Everything the host differs in from the shared rootfs, before it boots."""
+    shutil.rmtree(host.root / "overlay", ignore_errors=True)
+    etc = host.upper / "etc"
+    write(etc / "hostname", f"{host.name}\n")
+    write(etc / "hosts", f"127.0.0.1 localhost\n{host.address} {host.name}\n")
+    write(
+        etc / "systemd/network/10-host0.network",
+        f"[Match]\nName=host0\n\n[Network]\nAddress={host.address}/25\nLinkLocalAddressing=no\n",
+    )
+    wants = etc / "systemd/system/multi-user.target.wants"
+    wants.mkdir(parents=True, exist_ok=True)
+    (wants / "systemd-networkd.service").symlink_to("/lib/systemd/system/systemd-networkd.service")
+    write(etc / "ssh/sshd_config.d/10-fleet-lab.conf", sshd_dropin(host))
+    keys = etc / "ssh/fleet-lab"
+    keys.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(host.root / "ssh_host_ed25519_key", keys / "ssh_host_ed25519_key")
+    (keys / "ssh_host_ed25519_key").chmod(0o600)
+    shutil.copyfile(lab.ssh_dir / "authorized_keys", keys / "authorized_keys")
+    backend = "cuda" if host.spec.gpus else "cpu"
+    program = "/usr/local/bin/llama-server"
+    server = LLAMA_SERVER_SCRIPT.replace(
+        "import sys\n",
+        "import os, sys\n"
+        f"os.environ.setdefault('FLEET_LAB_LLAMACPP_BACKEND', '{backend}')\n"
+        f"os.environ.setdefault('FLEET_LAB_LLAMACPP_PROGRAM', '{program}')\n",
+    )
+    write(host.upper / program.lstrip("/"), server, 0o755)
+    write(host.upper / "usr/local/bin/vllm", VLLM_SCRIPT, 0o755)
+    if host.spec.gpus:
+        write(
+            host.upper / "usr/local/bin/nvidia-smi",
+            "#!/bin/sh\nFLEET_LAB_GPU_DIR=/run/fleet-lab-gpu exec /usr/bin/python3 -E -s "
+            '/opt/fleet-lab/runtime/nvidia_smi.py "$@"\n',
+            0o755,
+        )
+
+
+def nspawn_command(lab: Lab, host: SystemdHost, rootfs: Path) -> list[str]:
+    """systemd-nspawn booting the host (flags as measured in LAB-NOTES)."""
+    binds = [
+        f"--bind={host.models_dir}:/models",
+        f"--bind-ro={ENGINE_SRC}:{SITE}",
+        f"--bind-ro={lab.root / 'runtime'}:/opt/fleet-lab/runtime",
+    ]
+    if host.spec.gpus:
+        binds.append(f"--bind={host.gpu_dir}:/run/fleet-lab-gpu")
+    return [
+        "systemd-nspawn",
+        "--boot",
+        "--register=no",
+        "--keep-unit",
+        "--resolv-conf=off",
+        "--console=read-only",
+        f"--machine={host.machine}",
+        f"--directory={rootfs}",
+        f"--overlay={rootfs}:{host.upper}:/",
+        "--network-veth",
+        *binds,
+    ]
+
+
+# -- life cycle ---------------------------------------------------------------------------
+def boot(lab: Lab) -> list[SystemdHost]:
+    """Boot the lab's systemd hosts (added to `lab.hosts`, its SSH files and its state)."""
+    rootfs = ensure_rootfs()
+    hosts = [SystemdHost(s, lab.root / "hosts" / s.name, lab.slot) for s in specs()]
+    for host in hosts:
+        lab.hosts[host.name] = host
+        prepare(lab, host)
+    write_client_files(lab)
+    for host in hosts:
+        start(lab, host, rootfs)
+    for host in hosts:
+        finish(host)
+    return hosts
+
+
+def prepare(lab: Lab, host: SystemdHost) -> None:
+    """Record the host, then its folders, models, host key and layer."""
+    with lab.state.lock:
+        lab.state.hosts[host.name] = {"root": str(host.root), "run_dir": str(host.run_dir)}
+    lab.state.add("bridge", host.veth)
+    for sub in ("models", "logs", "srv-fleet"):  # srv-fleet: so lab.reset() finds it
+        (host.root / sub).mkdir(parents=True, exist_ok=True)
+    host.run_dir.mkdir(parents=True, exist_ok=True)
+    write_gpu_state(host)
+    models.populate(host.models_dir, host.spec.models, lab.corpus)
+    sshcfg.keygen(host.root / "ssh_host_ed25519_key", f"root@{host.name}")
+    write_layer(lab, host)
+
+
+def write_client_files(lab: Lab) -> None:
+    """ssh_config and known_hosts for every host of the lab (here and in lab.home)."""
+    hosts = tuple(lab.hosts.values())
+    lines = [
+        sshcfg.known_hosts_line(h, (h.root / "ssh_host_ed25519_key.pub").read_text().strip())
+        for h in hosts
+    ]
+    lab.known_hosts.write_text("\n".join(lines) + "\n")
+    lab.ssh_config.write_text(sshcfg.client_config(hosts, lab.client_key, lab.known_hosts))
+    shutil.copyfile(lab.ssh_config, lab.home / ".ssh" / "config")
+    shutil.copyfile(lab.known_hosts, lab.home / ".ssh" / "known_hosts")
+
+
+def start(lab: Lab, host: SystemdHost, rootfs: Path) -> None:
+    """Start nspawn (recorded with the container's mount namespace), address the veth."""
+    env = {"PATH": procs_path(), "LANG": "C.UTF-8", "SYSTEMD_NSPAWN_LOCK": "0"}
+    log = host.root / "logs" / "nspawn.log"
+    record, proc = procs.spawn(ROLE, host.name, nspawn_command(lab, host, rootfs), log, env)
+    lab.children.append(proc)
+    lab.state.add_proc(record)
+    wait_for(f"{host.veth} of {host.name} (see {log})", lambda: link_exists(host.veth), 30)
+    procs.run(["ip", "addr", "add", host.machine_side, "dev", host.veth])
+    procs.run(["ip", "link", "set", host.veth, "up"])
+    leader = container_init(record.pid)
+    namespace = procs.mount_namespace(leader) if leader else None
+    if namespace is None:
+        raise LabError(f"no init of {host.name} under nspawn {record.pid}; see {log}")
+    lab.state.add_proc(record, namespace)
+
+
+def finish(host: SystemdHost) -> None:
+    """Wait until the host's sshd answers."""
+    log = host.root / "logs" / "nspawn.log"
+    wait_for(f"sshd of {host.name} (see {log})", lambda: port_open(host.address, SSH_PORT), 60)
+
+
+def link_exists(name: str) -> bool:
+    """Is there a network interface of that name on this machine?"""
+    return Path(f"/sys/class/net/{name}").exists()
+
+
+def container_init(nspawn_pid: int, timeout: float = 10.0) -> int | None:
+    """The container's pid 1 (as this machine numbers it): nspawn's descendant whose
+    innermost pid is 1."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit() and is_init_under(int(entry.name), nspawn_pid):
+                return int(entry.name)
+        time.sleep(0.05)
+    return None
+
+
+def is_init_under(pid: int, ancestor: int) -> bool:
+    """Is `pid` pid 1 of a namespace and a descendant of `ancestor`?"""
+    status = read(f"/proc/{pid}/status")
+    nspid = next((ln.split()[1:] for ln in status.splitlines() if ln.startswith("NSpid:")), [])
+    if len(nspid) < 2 or nspid[-1] != "1":
+        return False
+    fields = procs.stat_fields(pid)
+    while fields:
+        parent = int(fields[1])
+        if parent == ancestor:
+            return True
+        fields = procs.stat_fields(parent) if parent > 1 else None
+    return False
+
+
+def read(path: str) -> str:
+    """A /proc file, '' when gone."""
+    try:
+        return Path(path).read_text()
+    except OSError:
+        return ""
+
+
+def halt(lab: Lab, hosts: list[SystemdHost]) -> None:
+    """Power the hosts off (nspawn's SIGTERM) and take them out of the lab's files."""
+    names = {h.name for h in hosts}
+    mine = [r for r in lab.state.procs if r.role == ROLE and r.host in names]
+    procs.stop([r.pid for r in mine if procs.is_ours(r)], timeout=15.0)
+    with lab.state.lock:
+        lab.state.procs = [r for r in lab.state.procs if r not in mine]
+        for name in names:
+            lab.state.hosts.pop(name, None)
+        lab.state.save()
+    for name in names:
+        lab.hosts.pop(name, None)
+    write_client_files(lab)
+    for host in hosts:
+        subprocess.run(["ip", "link", "delete", host.veth], capture_output=True)
+        shutil.rmtree(host.root / "overlay", ignore_errors=True)
