@@ -89,6 +89,7 @@ def _gpus(reading: GpuReading) -> tuple[ObservedGpu, ...]:
             name=g.name or "",
             memory_total_mib=g.memory_total_mib or 0,
             memory_used_mib=g.memory_used_mib or 0,
+            missing=g.missing,
         )
         for g in reading.gpus
         if g.index is not None

@@ -76,6 +76,16 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
             message=f"nvidia-smi failed: {host.gpu_error}",
             severity=Severity.ERROR,
         )
+    for gpu in host.gpus:
+        if gpu.missing:
+            yield Finding(
+                kind=FindingKind.GPU_FACTS_MISSING,
+                target=host.name,
+                message=f"nvidia-smi's row of GPU {gpu.index} has no "
+                f"{' and no '.join(gpu.missing)} (a vGPU guest prints none): "
+                "what depends on it is not checked",
+                severity=Severity.WARNING,
+            )
     if host.lock:
         yield Finding(
             kind=FindingKind.HOST_LOCKED, target=host.name, message=_in_progress(host.lock)

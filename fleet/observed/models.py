@@ -29,6 +29,7 @@ class ObservedGpu(CoreModel):
     name: str
     memory_total_mib: int
     memory_used_mib: int
+    missing: tuple[str, ...] = ()  # columns its nvidia-smi row lacks (a vGPU guest's table)
 
     @property
     def memory_free_mib(self) -> int:

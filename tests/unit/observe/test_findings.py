@@ -6,8 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
+from fleet.facts.nvidia_smi import parse_nvidia_smi_table
+from fleet.observed.assemble import assemble_host
 from fleet.observed.findings import Finding, FindingKind, find_issues
 from fleet.observed.models import Observation, ObservedHost
+from tests.unit.facts.test_nvidia_smi import VGPU_TABLE
 from tests.unit.plan.fakes import in_sync
 from tests.unit.render.test_compose import example
 
@@ -90,3 +93,27 @@ def test_the_live_commit_is_the_newest_finished_apply() -> None:
     )
     observation = observation.model_copy(update={"hosts": {**observation.hosts, "rig": rig}})
     assert observation.live_commit == "bbb"
+
+
+def test_a_vgpu_row_without_columns_says_what_nvidia_smi_lacks() -> None:
+    """A vGPU guest's table row (tests/unit/facts/test_nvidia_smi.py VGPU_TABLE) gives its
+    GPU; the inventory and plan say what it did not print instead of reading 0 MiB."""
+    output = (
+        "\n@@FLEET gpus\nFailed to query: field not supported\n@@FLEET gpus-rc 2\n"
+        f"@@FLEET gpu-table\n{VGPU_TABLE}\n@@FLEET docker-rc 0\n@@FLEET end\n"
+    )
+    assert parse_nvidia_smi_table(VGPU_TABLE).gpus[0].missing  # the fact names it
+    host = assemble_host("guest", output)
+    assert [(g.index, g.name, g.missing) for g in host.gpus] == [
+        (0, "GRID A100D-40C", ("persistence mode", "memory usage"))
+    ]
+    live = in_sync(example())
+    observation = live.model_copy(update={"hosts": {**live.hosts, "guest": host}})
+    found = [f for f in find_issues(example(), observation) if f.target == "guest"]
+    assert [(f.kind, f.message) for f in found] == [
+        (
+            FindingKind.GPU_FACTS_MISSING,
+            "nvidia-smi's row of GPU 0 has no persistence mode and no memory usage "
+            "(a vGPU guest prints none): what depends on it is not checked",
+        )
+    ]
