@@ -23,6 +23,7 @@ PROVENANCE_SUFFIX = ".PROVENANCE.txt"
 ENTRY_PREFIX = "fleet:"
 
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"  # set by docker compose itself
+COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
 
 
 def in_compose_dir(compose_dir: str, name: str) -> str:

@@ -18,13 +18,13 @@ from typing import Any
 
 from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError
-from fleet.names import SEAT_LABEL
+from fleet.names import COMPOSE_PROJECT_LABEL, SEAT_LABEL
 from fleet.runtimes.base import Runtime
 from fleet.runtimes.compose import COMPOSE, HEADER, compose_path, project_name
 from fleet.secrets import referenced_variables
 from fleet.spec.models import DesiredFleet, Host
 from fleet.yamltext import dump_yaml, load_yaml
-from reconciler.host import HostSession
+from reconciler.host import HostSession, checked
 from reconciler.runtimes.base import Snapshot
 
 
@@ -123,7 +123,17 @@ class ComposeAdapter:
         conn.check(compose(desired, host, "up", "-d", "--no-deps", seat), timeout=900)
 
     def remove_seat(self, conn: HostSession, desired: DesiredFleet, host: Host, seat: str) -> None:
-        conn.check(compose(desired, host, "rm", "--stop", "--force", seat), timeout=300)
+        command = compose(desired, host, "rm", "--stop", "--force", seat)
+        result = conn.run(command, timeout=300)
+        if result.exit_status == 0:
+            return
+        if "no such service" not in result.stderr + result.stdout:
+            checked(host.name, command, result)
+        # the compose file no longer defines it (edited or reset by hand): its containers
+        # of this project, by label
+        project = shlex.quote(f"label={COMPOSE_PROJECT_LABEL}={project_name(desired, host.name)}")
+        mine = f"--filter {shlex.quote(f'label={SEAT_LABEL}={seat}')} --filter {project}"
+        conn.check(f'ids=$(docker ps -aq {mine}); [ -z "$ids" ] || docker rm -f $ids', timeout=300)
 
     def restart(self, conn: HostSession, host: Host, instance: str) -> None:
         conn.check(restart_command(instance), timeout=300)

@@ -26,6 +26,7 @@ from fleet.spec.models import Gateway, GatewayFront
 from reconciler.clock import Clock
 from reconciler.host import HostSession
 from reconciler.workflows.proxy import (
+    POLL,
     Endpoint,
     upload_config,
     url_endpoint,
@@ -61,10 +62,7 @@ def switch(
     reporter.step(f"{gateway.host}: point the front at the proxy on :{new.port} (was :{old_port})")
     try:
         point_front(conn, front, new)
-        for _ in range(SETTLE_ANSWERS):
-            verify_aliases(
-                conn, gateway, url_endpoint(gateway), aliases, key, timeout, reporter, clock
-            )
+        _settle(conn, gateway, aliases, key, timeout, reporter, clock)
     except FleetError as err:
         reporter.step(f"{gateway.host}: point the front back at :{old_port}")
         _undo_front(conn, front, Endpoint(address, old_port))
@@ -76,6 +74,34 @@ def switch(
     reporter.step(f"{gateway.host}: stop the old proxy on :{old_port}")
     _stop(conn, front, old_port, reporter)
     return clock.monotonic() - began
+
+
+def _settle(
+    conn: HostSession,
+    gateway: Gateway,
+    aliases: dict[str, bool],
+    key: str | None,
+    timeout: float,
+    reporter: Reporter,
+    clock: Clock,
+) -> None:
+    """Poll through the front until the changed aliases answer SETTLE_ANSWERS times in a
+    row: for a moment after the reload, nginx's old workers still send what they hold to
+    the old proxy, which does not know a new alias yet."""
+    started, good = clock.monotonic(), 0
+    while good < SETTLE_ANSWERS:
+        try:
+            verify_aliases(
+                conn, gateway, url_endpoint(gateway), aliases, key, timeout, reporter, clock
+            )
+        except GatewayError as err:
+            good = 0
+            if clock.monotonic() - started > timeout:
+                raise
+            reporter.waiting(f"through the front: {err.message}", clock.monotonic() - started)
+            clock.sleep(POLL)
+        else:
+            good += 1
 
 
 def live_port(conn: HostSession, front: GatewayFront) -> int:
