@@ -185,6 +185,15 @@ class Seat(CoreModel):
     )
     speculative: Speculative | None = Field(None, description="Speculative decoding.")
     port: int = Field(ge=1, le=65535, description="Port the engine listens on.")
+    strategy: Literal["auto", "surge", "recreate"] = Field(
+        "auto",
+        description="How a change replaces the seat: surge (the new copy starts beside the "
+        "old on the second port, the gateway moves, the old drains), recreate (stop, then "
+        "start), auto (surge when plan predicts both copies fit on the seat's GPUs).",
+    )
+    surge_port: int | None = Field(
+        None, ge=1, le=65535, description="The second port a surge alternates to [port + 1000]."
+    )
     aliases: tuple[str, ...] = Field((), description="Gateway aliases routed to this seat.")
     extra_args: tuple[str, ...] = Field((), description="Engine arguments passed verbatim.")
     env: dict[str, str] = Field(default_factory=dict, description="Container environment.")
@@ -192,6 +201,11 @@ class Seat(CoreModel):
     def band(self, default: ConcurrencyBand) -> ConcurrencyBand:
         """The band this seat is held to."""
         return self.concurrency_band or default
+
+    @property
+    def second_port(self) -> int:
+        """The port a surge starts the new copy on (and the next surge leaves)."""
+        return self.surge_port if self.surge_port is not None else self.port + 1000
 
 
 class GatewayRestart(CoreModel):

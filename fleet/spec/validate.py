@@ -34,7 +34,6 @@ def validate_fleet(loaded: LoadedFleet, more: tuple[Rule, ...] = ()) -> list[Pro
 
 def check_placement(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     """Hosts exist, GPU indices exist there, (host, port) is unique, TP = number of GPUs."""
-    ports: dict[tuple[str, int], str] = {}
     for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         rel = seat_file(seat)
         host = desired.hosts.get(seat.host)
@@ -57,12 +56,36 @@ def check_placement(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
                     )
         if len(set(seat.gpus)) != len(seat.gpus):
             yield src.problem(rel, ("gpus",), "a GPU is listed twice")
+        yield from _check_tensor_parallel(seat, src)
+    yield from _check_ports(desired, src)
+
+
+def _check_ports(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
+    """Every seat's port and second (surge) port are its own on its host."""
+    ports: dict[tuple[str, int], str] = {}
+    seats = sorted(desired.seats.values(), key=lambda s: s.name)
+    for seat in seats:  # the first ports first: their messages stay as they were
         other = ports.setdefault((seat.host, seat.port), seat.name)
         if other != seat.name:
             yield src.problem(
-                rel, ("port",), f"port {seat.port} on {seat.host} is already used by seat {other!r}"
+                seat_file(seat),
+                ("port",),
+                f"port {seat.port} on {seat.host} is already used by seat {other!r}",
             )
-        yield from _check_tensor_parallel(seat, src)
+    for seat in seats:
+        key = ("surge_port",) if seat.surge_port is not None else ("port",)
+        second = seat.second_port
+        where = f"surge port {second} on {seat.host}" + (
+            "" if seat.surge_port is not None else " (port + 1000; set surge_port)"
+        )
+        if second > 65535:
+            yield src.problem(seat_file(seat), key, f"{where} is above 65535")
+            continue
+        other = ports.setdefault((seat.host, second), seat.name)
+        if other == seat.name and second == seat.port:
+            yield src.problem(seat_file(seat), key, f"{where} is the seat's own port")
+        elif other != seat.name:
+            yield src.problem(seat_file(seat), key, f"{where} is already used by seat {other!r}")
 
 
 def _check_tensor_parallel(seat: Seat, src: Sources) -> Iterator[Problem]:

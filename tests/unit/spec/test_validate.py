@@ -97,6 +97,30 @@ CASES = [
         "error: port 8025 on tower is already used by seat",
     ),
     (
+        "surge-port-taken",
+        [("seats/coder.yaml", "port: 8030", "port: 8030\nsurge_port: 8025")],
+        "desired/seats/coder.yaml:12: error: surge port 8025 on tower is already used by seat "
+        "'sec'",
+    ),
+    (
+        "default-surge-port-taken",
+        [("seats/coder.yaml", "port: 8030", "port: 9025")],
+        "desired/seats/sec.yaml:13: error: surge port 9025 on tower (port + 1000; set "
+        "surge_port) is already used by seat 'coder'",
+    ),
+    (
+        "surge-port-too-high",
+        [("seats/coder.yaml", "port: 8030", "port: 65000")],
+        "desired/seats/coder.yaml:11: error: surge port 66000 on tower (port + 1000; set "
+        "surge_port) is above 65535",
+    ),
+    (
+        "strategy-unknown",
+        [("seats/coder.yaml", "port: 8030", "port: 8030\nstrategy: bluegreen")],
+        "desired/seats/coder.yaml:12: error: strategy: expected one of 'auto', 'surge' or "
+        "'recreate', got 'bluegreen'",
+    ),
+    (
         "tp-mismatch",
         [("seats/reason.yaml", "port: 8015", "port: 8015\ntensor_parallel_size: 4")],
         "desired/seats/reason.yaml:11: error: tensor_parallel_size 4 must equal the number of "
