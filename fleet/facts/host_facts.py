@@ -16,7 +16,7 @@ from pydantic import Field
 
 from fleet.base import CoreModel
 from fleet.facts.gguf import GgufFacts, parse_gguf_base64
-from fleet.facts.journal import last_applied, last_gateway_restart, unfinished
+from fleet.facts.journal import last_applied, last_gateway_restart, last_seat_starts, unfinished
 from fleet.facts.meminfo import MemoryFacts, parse_meminfo
 from fleet.facts.model_config import ModelFacts, parse_model_config
 from fleet.facts.provenance import parse_provenance
@@ -51,11 +51,12 @@ class ModelFiles(CoreModel):
 
 class JournalFacts(CoreModel):
     """The steps of an apply that never finished, the last one that did, and how long the
-    last in-place gateway restart took."""
+    last in-place gateway restart and each seat's last start took."""
 
     unfinished: tuple[dict[str, str], ...] = ()
     applied: tuple[str, str] | None = None
     gateway_restart_seconds: float | None = None
+    seat_start_seconds: dict[str, float] = Field(default_factory=dict)
 
 
 def _words(paths: list[str]) -> str:
@@ -156,6 +157,7 @@ def _read_journal(parts: Parts) -> JournalFacts:
         unfinished=tuple(unfinished(text)),
         applied=last_applied(text),
         gateway_restart_seconds=last_gateway_restart(text),
+        seat_start_seconds=last_seat_starts(text),
     )
 
 

@@ -2,8 +2,9 @@
 
 Written by `reconciler.workflows.locks.record`; read here (pure) so that `fleet plan` and the
 inventory can say that an apply was interrupted and which of its steps were done, which
-desired/ commit the last finished apply made live, and how long the gateway's last
-in-place restart took (plan says what the next one will cost).
+desired/ commit the last finished apply made live, how long the gateway's last
+in-place restart took and how long each seat's last start took (plan says what the next
+one will cost).
 """
 
 from __future__ import annotations
@@ -53,3 +54,18 @@ def last_gateway_restart(journal_text: str | None) -> float | None:
             except ValueError:
                 return None
     return None
+
+
+SEAT_STARTS = ("create-seat", "replace-seat", "surge-seat")
+
+
+def last_seat_starts(journal_text: str | None) -> dict[str, float]:
+    """Seat -> seconds its last recorded start took (start to healthy), newest wins."""
+    found: dict[str, float] = {}
+    for entry in _entries(journal_text):
+        if entry.get("step") in SEAT_STARTS and entry.get("target") and entry.get("seconds"):
+            try:
+                found[entry["target"]] = float(entry["seconds"])
+            except ValueError:
+                continue
+    return found

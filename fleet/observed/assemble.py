@@ -58,6 +58,7 @@ def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> Observe
         applied_commit=journal.applied[0] if journal.applied else None,
         applied_at=journal.applied[1] if journal.applied else None,
         gateway_restart_seconds=journal.gateway_restart_seconds,
+        seat_start_seconds=journal.seat_start_seconds,
         gpus=gpus,
         gpu_error=reading.error,
         docker_error=reported.error,

@@ -148,6 +148,9 @@ class ObservedHost(CoreModel):
     gateway_restart_seconds: float | None = Field(
         None, description="how long the last in-place gateway restart on this host took"
     )
+    seat_start_seconds: dict[str, float] = Field(
+        default_factory=dict, description="seat -> how long its last start here took (s)"
+    )
 
     _by_name: _Memo = PrivateAttr(default_factory=_Memo)
 

@@ -15,6 +15,7 @@ from pydantic import Field, model_validator
 from fleet.base import CoreModel
 from fleet.plan.diff import FieldChange
 from fleet.plan.predict import Prediction
+from fleet.plan.strategy import Downtime, Strategy
 
 
 class ActionKind(StrEnum):
@@ -70,6 +71,9 @@ class Action(CoreModel):
     adopts: str | None = Field(
         None, description="a hand-made container this seat takes over (stopped, then removed)"
     )
+    strategy: Strategy | None = Field(None, description="how a replaced seat is replaced")
+    downtime: Downtime | None = Field(None, description="what a recreate takes away meanwhile")
+    strategy_line: str | None = Field(None, description="the strategy, why, and its downtime")
 
     @model_validator(mode="before")
     @classmethod

@@ -16,7 +16,7 @@ from fleet.base import CoreModel
 from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
-from fleet.plan import blockers, fit
+from fleet.plan import blockers, fit, strategy
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
 from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
@@ -86,7 +86,10 @@ def make_plan(
         if only_seats and name not in only_seats:
             continue
         seat_actions, noop = _seat_action(desired, observation, name)
-        actions += [_predicted(desired, observation, a) for a in seat_actions]
+        actions += [
+            _strategy(desired, observation, _predicted(desired, observation, a))
+            for a in seat_actions
+        ]
         noops += [noop] if noop else []
     actions += alias_actions(desired, observation, only=only_seats)
     actions += _removals(desired, observation, prune, only_seats)
@@ -114,6 +117,25 @@ def _predicted(desired: DesiredFleet, observation: Observation, action: Action) 
         return action
     prediction = fit.predict_seat(desired, observation, desired.seats[action.target])
     return action.model_copy(update={"prediction": prediction})
+
+
+def _strategy(desired: DesiredFleet, observation: Observation, action: Action) -> Action:
+    """A replaced seat's action with how it is replaced (surge or recreate) and why."""
+    found = observation.seat(action.target)
+    if action.kind is not ActionKind.REPLACE_SEAT or found is None:
+        return action
+    if action.adopts is not None or not found[1].container.running:
+        why = "it takes over a hand-made container" if action.adopts else "nothing serves now"
+        choice = strategy.Choice(strategy="recreate", why=why)
+    else:
+        choice = strategy.choose(desired, observation, desired.seats[action.target])
+    return action.model_copy(
+        update={
+            "strategy": choice.strategy,
+            "downtime": choice.downtime,
+            "strategy_line": choice.line(action.target),
+        }
+    )
 
 
 def describe(seat: Seat) -> str:

@@ -75,6 +75,13 @@ def plan_lines(plan: Plan, *, diff: bool = False) -> list[Line]:
             ]
             if action.prediction is not None:
                 lines += prediction_lines(action.prediction)
+            if action.strategy_line is not None:
+                lines.append(
+                    (
+                        "cyan" if action.strategy == "surge" else "yellow",
+                        f"      {symbol} {action.strategy_line}",
+                    )
+                )
     if plan.noops:
         lines.append(("bold", "\nIn sync"))
         lines += [("dim", f"  = {n.target}: {n.reason}") for n in plan.noops]
@@ -145,7 +152,12 @@ def plan_markdown(plan: Plan) -> str:
 def _why(action: Action) -> list[str]:
     """An action's reasons, and its prediction when it has one."""
     prediction = action.prediction
-    return [*action.reasons, *([prediction.describe()] if prediction else [])]
+    line = action.strategy_line
+    return [
+        *action.reasons,
+        *([prediction.describe()] if prediction else []),
+        *([line] if line else []),
+    ]
 
 
 def _details(action: Action) -> str:

@@ -147,6 +147,7 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
             reporter.step(f"{host_name}: stop hand-made container {action.adopts}")
             run.undo.adopted[host_name].append(action.adopts)
             hand_made(host).stop_hand_made(conn, action.adopts)
+        started = run.clock.monotonic()
         runtime.start_seat(conn, desired, host, action.target)
         verdict = seat_ops.wait_healthy(
             run.sessions,
@@ -163,7 +164,8 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
             reporter.step(f"{host_name}: remove hand-made container {action.adopts}")
             hand_made(host).remove_hand_made(conn, action.adopts)
             run.undo.adopted[host_name].remove(action.adopts)
-        locks.record(conn, host, f"{verb}-seat", target=action.target)
+        seconds = f"{run.clock.monotonic() - started:.1f}"  # plan's "last start took"
+        locks.record(conn, host, f"{verb}-seat", target=action.target, seconds=seconds)
         done.append(f"{verb} seat {action.target} on {host_name}")
     return done
 

@@ -12,6 +12,7 @@ engine crash and the proxy that refuses its config).
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import git
@@ -95,3 +96,28 @@ def test_stale_saved_plan_is_refused(one: FakeFleet) -> None:
     assert result.returncode == 1
     assert "the live fleet moved since the plan was made: " in result.stderr
     assert "host/tower/seat/flash: absent -> " in result.stderr
+
+
+def test_plan_says_what_the_recreate_costs_from_the_last_start(one: FakeFleet) -> None:
+    """Apply records how long the seat took to start; the next plan of a recreate says it,
+    and `plan --json` carries the strategy and the downtime."""
+    apply(one)
+    journal = one.hosts["tower"].files["/srv/fleet/.fleet-journal.jsonl"]
+    (start,) = [json.loads(line) for line in journal.splitlines() if '"create-seat"' in line]
+    one.edit("seats/flash.yaml", "port: 8026", "port: 8026\nstrategy: recreate")
+    one.edit("seats/flash.yaml", "context: 65536", "context: 32768")
+    took = max(round(float(start["seconds"])), 1)
+    result = one.fleet("plan")
+    assert result.returncode == 2
+    assert (
+        "~ seat flash: recreate (strategy: recreate in desired/); flash, summarizer "
+        f"unavailable while it loads (last start took {took} s)"
+    ) in result.stdout
+    (action,) = [
+        a for a in json.loads(one.fleet("plan", "--json").stdout)["actions"] if a["wave"] == 1
+    ]
+    assert action["strategy"] == "recreate"
+    assert action["downtime"] == {
+        "aliases": ["flash", "summarizer"],
+        "last_start_seconds": float(start["seconds"]),
+    }
