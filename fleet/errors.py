@@ -78,6 +78,23 @@ class ApplyError(FleetError):
         self.rolled_back = rolled_back or []
 
 
+class Interrupted(ApplyError):
+    """An apply stopped on SIGTERM or SIGINT: `done` stayed changed, `rolled_back` was put
+    back; `signal_number` picks the exit code (128 + it)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        signal_number: int,
+        done: list[str] | None = None,
+        rolled_back: list[str] | None = None,
+    ) -> None:
+        super().__init__(message, rolled_back=rolled_back)
+        self.signal_number = signal_number
+        self.done = done or []
+
+
 class LockError(FleetError):
     """A host is locked by another apply."""
 

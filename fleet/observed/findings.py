@@ -87,9 +87,9 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
                 severity=Severity.WARNING,
             )
     if host.lock:
-        yield Finding(
-            kind=FindingKind.HOST_LOCKED, target=host.name, message=_in_progress(host.lock)
-        )
+        gone = host.lock_gone_pid
+        message = stale_lock(host.name, gone) if gone is not None else _in_progress(host.lock)
+        yield Finding(kind=FindingKind.HOST_LOCKED, target=host.name, message=message)
     elif host.interrupted:  # a journal left open with nobody holding the lock
         yield Finding(
             kind=FindingKind.INTERRUPTED_APPLY,
@@ -101,6 +101,11 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
     yield from _gpu_processes(host)
     for seat in host.seats:
         yield from _seat_findings(desired, host, seat)
+
+
+def stale_lock(host: str, pid: int) -> str:
+    """`stale lock: pid 5665 on this machine is gone; fleet unlock tower --force`."""
+    return f"stale lock: pid {pid} on this machine is gone; fleet unlock {host} --force"
 
 
 def _in_progress(holder: str) -> str:

@@ -140,6 +140,9 @@ class ObservedHost(CoreModel):
     models: dict[str, ModelInfo] = Field(default_factory=dict)
     missing_paths: tuple[str, ...] = ()
     lock: str | None = Field(None, description="who holds the apply lock, if anyone")
+    lock_gone_pid: int | None = Field(
+        None, description="the lock's holder ran on this machine, and this pid of it is gone"
+    )
     interrupted: tuple[str, ...] = Field((), description="steps of an unfinished apply")
     memory_total_mib: int | None = Field(None, description="RAM, from /proc/meminfo")
     memory_available_mib: int | None = Field(None, description="RAM available for new work")

@@ -17,7 +17,7 @@ import typer
 import typer.main
 from typer.core import TyperGroup
 
-from fleet.errors import FleetError, ValidationFailed
+from fleet.errors import FleetError, Interrupted, ValidationFailed
 from reconciler.cli import apply as cli_apply
 from reconciler.cli import bench as cli_bench
 from reconciler.cli import fit as cli_fit
@@ -72,6 +72,9 @@ def run(args: Sequence[str], context: CliContext) -> int:
         output.problems([p for p in failure.problems if isinstance(p, Problem)])
         output.error(str(failure))
         return 1
+    except Interrupted as stopped:  # SIGTERM/SIGINT: 128 + the signal, as shells report it
+        output.error(str(stopped))
+        return 128 + stopped.signal_number
     except FleetError as failure:
         output.error(str(failure))
         return 1

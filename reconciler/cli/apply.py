@@ -101,9 +101,10 @@ def apply(
     ] = False,
 ) -> None:
     """Make the live fleet match desired/, behind health gates, rolling back on failure."""
-    from fleet.errors import PlanError
+    from fleet.errors import Interrupted, PlanError
     from reconciler.cli.plan import print_plan
     from reconciler.workflows.apply import ApplyOptions, apply_plan
+    from reconciler.workflows.interrupt import catching_signals
     from reconciler.workflows.plans import build_plan, commit_inventory, fresh_saved_plan
 
     output = output_of(ctx)
@@ -117,14 +118,31 @@ def apply(
         refuse_dirty(plan, allow_dirty)
         if plan.empty:
             output.line("Nothing to do: the live fleet matches desired/.")
+            if plan.drift:  # e.g. after an apply that died before committing it
+                headline = "fleet apply: the inventory refreshed to match the live fleet"
+                note = commit_inventory(repo, connections, [], push, plan.desired_commit, headline)
+                output.line(f"The committed inventory was stale: {note}")
             return
         if plan.blockers:
             raise PlanError(f"{len(plan.blockers)} blocker(s): apply refuses this plan")
         _confirm(plan, auto_approve)
-        options = ApplyOptions(seat_timeout=timeout, clock=clock_of(ctx))
-        done = apply_plan(repo.desired, connections, plan, options, TerminalReporter(output))
+        with catching_signals() as interrupt:
+            options = ApplyOptions(seat_timeout=timeout, clock=clock_of(ctx), interrupt=interrupt)
+            try:
+                done = apply_plan(
+                    repo.desired, connections, plan, options, TerminalReporter(output)
+                )
+            except Interrupted as stopped:
+                lines = stopped.done + [f"rolled back: {r}" for r in stopped.rolled_back]
+                headline = f"fleet apply: {stopped.message}"
+                output.line(
+                    commit_inventory(repo, connections, lines, push, plan.desired_commit, headline)
+                )
+                raise
         output.line(f"Applied: {plan.summary()}", style="green")
         output.line(commit_inventory(repo, connections, done, push, plan.desired_commit))
+        if interrupt.tripped:  # it came during the last step, which finished
+            raise interrupt.error("the apply finished first")
 
 
 @app.command()

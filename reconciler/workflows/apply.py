@@ -10,9 +10,9 @@ Each step is recorded in the host's journal.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from fleet.errors import ApplyError, FleetError, PlanError
+from fleet.errors import ApplyError, FleetError, Interrupted, PlanError
 from fleet.gateways import kind_of
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
@@ -24,6 +24,7 @@ from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.drain import drain
+from reconciler.workflows.interrupt import Interrupt
 from reconciler.workflows.seat_wave import Reporter, Undo, apply_seat_wave, by_host
 
 
@@ -35,6 +36,7 @@ class ApplyOptions:
     gateway_timeout: float = 120.0
     drain_timeout: float = 120.0
     clock: Clock = SYSTEM_CLOCK
+    interrupt: Interrupt = field(default_factory=Interrupt)  # tripped by SIGTERM/SIGINT
 
 
 def apply_plan(
@@ -87,6 +89,25 @@ def _run(
 ) -> list[str]:
     undo = Undo()
     done: list[str] = []
+    interrupt = options.interrupt
+    later: list[tuple[Wave, Callable[[], list[str]]]] = [
+        (
+            Wave.GATEWAY,
+            lambda: _apply_gateway(
+                desired,
+                connections,
+                plan.actions,
+                options,
+                reporter,
+                undo,
+                frozenset(plan.only_seats),
+            ),
+        ),
+        (
+            Wave.REMOVALS,
+            lambda: _apply_removals(desired, connections, plan.actions, options, reporter),
+        ),
+    ]
     try:
         done += apply_seat_wave(
             desired,
@@ -96,17 +117,10 @@ def _run(
             reporter,
             undo,
             clock=options.clock,
+            interrupt=interrupt,
         )
-        done += _apply_gateway(
-            desired,
-            connections,
-            plan.actions,
-            options,
-            reporter,
-            undo,
-            frozenset(plan.only_seats),
-        )
-        done += _apply_removals(desired, connections, plan.actions, options, reporter)
+        while later and not interrupt.tripped:
+            done += later.pop(0)[1]()
     except FleetError as failure:
         reporter.step(f"failed: {failure}; rolling back")
         restored = rollback(desired, connections, undo, options, reporter)
@@ -114,8 +128,39 @@ def _run(
             locks.record(
                 connections.get(name), desired.hosts[name], "rolled-back", cause=str(failure)
             )
+        if isinstance(failure, Interrupted):
+            raise interrupt.error(
+                "rolled back what this apply changed", rolled_back=restored
+            ) from failure
         raise ApplyError(f"rolled back: {failure}", rolled_back=restored) from failure
+    left = [wave.title for wave, _ in later if any(a.wave is wave for a in plan.actions)]
+    if interrupt.tripped and left:
+        raise _stopped(desired, connections, plan, interrupt, done, left)
     return done
+
+
+def _stopped(
+    desired: DesiredFleet,
+    connections: Sessions,
+    plan: Plan,
+    interrupt: Interrupt,
+    done: list[str],
+    left: list[str],
+) -> Interrupted:
+    """The apply stopped between waves: what it did stays, the rest is the next apply's."""
+    for name in sorted({a.host for a in plan.actions}):
+        locks.record(
+            connections.get(name),
+            desired.hosts[name],
+            "interrupted",
+            signal=interrupt.name,
+            left=", ".join(left),
+        )
+    return interrupt.error(
+        f"stopped before the {' and '.join(left)} wave ({len(done)} step(s) done and "
+        "kept); the plan shows what remains",
+        done=done,
+    )
 
 
 def _apply_gateway(

@@ -2,8 +2,10 @@
 
 A lock is created atomically on the host (the shell's noclobber: `set -C`), holding who
 took it, with which command and when; a second apply on a locked host fails with that
-information, and `fleet unlock HOST --force` removes it. The journal is a JSON-lines
-file of completed steps; an interrupted apply leaves it open, and `fleet plan` says so.
+information, and `fleet unlock HOST --force` removes it; a lock whose holder ran on this
+machine and whose pid is gone is called stale instead (`gone_pid`). The journal is a
+JSON-lines file of completed steps; an interrupted apply leaves it open, and `fleet plan`
+says so.
 """
 
 from __future__ import annotations
@@ -11,15 +13,20 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import re
 import shlex
 import socket
 import sys
 from datetime import UTC, datetime
+from pathlib import Path
 
 from fleet import names
 from fleet.errors import LockError
+from fleet.observed.findings import stale_lock
 from fleet.spec.models import Host
 from reconciler.host import HostSession
+
+HOLDER = re.compile(r"^\S+@(?P<machine>\S+) pid (?P<pid>\d+) ")
 
 
 def lock_path(host: Host) -> str:
@@ -49,6 +56,8 @@ def acquire(conn: HostSession, host: Host) -> None:
     )
     if result.exit_status != 0:
         held = conn.read_file(lock_path(host)) or "unknown holder"
+        if (pid := gone_pid(held)) is not None:
+            raise LockError(stale_lock(host.name, pid), where=host.name)
         raise LockError(
             f"{host.name} is locked by {held.strip()}; if that apply is gone, "
             f"run `fleet unlock {host.name} --force`",
@@ -82,3 +91,30 @@ def break_lock(conn: HostSession, host: Host, *, force: bool) -> str | None:
         raise LockError(f"{host.name} is locked by {held.strip()}; add --force to remove it")
     release(conn, host)
     return held.strip()
+
+
+def gone_pid(held: str) -> int | None:
+    """The pid of a lock holder that ran on this machine and is gone; None when it ran
+    elsewhere, still runs, or the holder line is not fleet's."""
+    match = HOLDER.match(held.strip())
+    if match is None or match["machine"] != socket.gethostname():
+        return None
+    pid = int(match["pid"])
+    return None if pid == os.getpid() or _alive(pid) else pid
+
+
+def _alive(pid: int) -> bool:
+    """A zombie passes `kill -0`, so /proc's state decides where there is one."""
+    stat = Path(f"/proc/{pid}/stat")
+    if Path("/proc/self").exists():
+        try:
+            return stat.read_text().rpartition(")")[2].split()[0] not in ("Z", "X")
+        except (OSError, IndexError):
+            return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True

@@ -21,6 +21,7 @@ from fleet.runtimes import host_script, runtime_for
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.adapters.http import request_via
 from reconciler.host import HostSession, Sessions
+from reconciler.workflows.locks import gone_pid
 
 
 def observe_fleet(
@@ -64,6 +65,8 @@ def observe_host(desired: DesiredFleet, conn: HostSession, name: str) -> Observe
     observed = assemble_host(name, result.stdout, runtime_for(spec))
     if not spec.gpus and observed.gpu_error:
         observed = observed.model_copy(update={"gpu_error": None})
+    if observed.lock and (pid := gone_pid(observed.lock)) is not None:
+        observed = observed.model_copy(update={"lock_gone_pid": pid})
     return observed
 
 

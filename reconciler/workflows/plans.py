@@ -93,16 +93,23 @@ def applied_line(commit: str | None) -> str:
 
 
 def commit_inventory(
-    repo: FleetRepo, sessions: Sessions, done: list[str], push: bool, applied: str | None
+    repo: FleetRepo,
+    sessions: Sessions,
+    done: list[str],
+    push: bool,
+    applied: str | None,
+    headline: str | None = None,
 ) -> str:
-    """Observe, write the inventory, commit exactly its two files; what happened, in a line."""
+    """Observe, write the inventory, commit exactly its two files; what happened, in a line.
+    The message's first line says how many changes, unless `headline` says otherwise (an
+    interrupted apply, a refreshed inventory)."""
     observation = observe_fleet(repo.desired, sessions)
     paths = write_inventory(repo, repo.inventory(observation))
     if open_repo(repo.repo_root) is None:
         return f"wrote {paths[0]} (not a Git repository: nothing committed)"
+    first = headline or f"fleet apply: {len(done)} change(s) to {repo.desired.settings.name}"
     message = (
-        f"fleet apply: {len(done)} change(s) to {repo.desired.settings.name}\n\n"
-        f"{applied_line(applied)}\n\n" + "\n".join(f"- {line}" for line in done) + "\n"
+        f"{first}\n\n{applied_line(applied)}\n\n" + "\n".join(f"- {line}" for line in done) + "\n"
     )
     sha = commit_files(paths, message, push=push)
     pushed = " and pushed" if push else ""

@@ -26,6 +26,7 @@ from reconciler.runtimes import adapter_for, hand_made
 from reconciler.runtimes.base import Snapshot
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
+from reconciler.workflows.interrupt import Interrupt
 
 
 class Reporter(Protocol):
@@ -87,6 +88,7 @@ class WaveRun:
     undo: Undo
     stop: threading.Event
     clock: Clock = SYSTEM_CLOCK
+    interrupt: Interrupt | None = None
 
 
 def apply_seat_wave(
@@ -97,13 +99,21 @@ def apply_seat_wave(
     reporter: Reporter,
     undo: Undo,
     clock: Clock = SYSTEM_CLOCK,
+    interrupt: Interrupt | None = None,
 ) -> list[str]:
     """Create and replace every seat of the plan, hosts concurrently; what changed."""
     groups = by_host(actions, Wave.SEATS)
     if not groups:
         return []
     run = WaveRun(
-        desired, sessions, seat_timeout, SerialReporter(reporter), undo, threading.Event(), clock
+        desired,
+        sessions,
+        seat_timeout,
+        SerialReporter(reporter),
+        undo,
+        threading.Event(),
+        clock,
+        interrupt,
     )
     for host in groups:  # made here, so threads only append to their own host's lists
         undo.created[host], undo.replaced[host], undo.adopted[host] = [], [], []
@@ -179,5 +189,7 @@ def _waiting(run: WaveRun, host: str) -> Callable[[str, float], None]:
 
 
 def _check_stop(run: WaveRun, host: str) -> None:
+    if run.interrupt is not None:
+        run.interrupt.check(f"{host}'s seat step")
     if run.stop.is_set():
         raise Cancelled(f"{host} stopped: another host's seat failed")
