@@ -103,7 +103,8 @@ def make_plan(
         live_commit=observation.live_commit,
         actions=tuple(actions),
         noops=tuple(noops),
-        blockers=tuple(blockers.find_blockers(desired, observation, actions)),
+        blockers=tuple(blockers.find_blockers(desired, observation, actions))
+        + tuple(_surge_blockers(actions)),
         findings=tuple(find_issues(desired, observation)),
         drift=drift,
         drift_diff=drift_diff,
@@ -136,6 +137,20 @@ def _strategy(desired: DesiredFleet, observation: Observation, action: Action) -
             "strategy_line": choice.line(action.target),
         }
     )
+
+
+def _surge_blockers(actions: list[Action]) -> list[Blocker]:
+    """A seat desired/ says to surge, while apply cannot yet."""
+    if strategy.SURGE_APPLIES:
+        return []
+    return [
+        Blocker(
+            target=a.target,
+            message=f"strategy: surge, but {strategy.NO_SURGE}: set strategy auto or recreate",
+        )
+        for a in actions
+        if a.strategy == "surge"
+    ]
 
 
 def describe(seat: Seat) -> str:

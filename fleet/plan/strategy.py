@@ -9,7 +9,9 @@ says it holds, else the new copy's footprint). A CPU seat recreates under `auto`
 host's RAM is shared with every process there and nothing bounds what a second llama.cpp
 process would take, so plan does not promise it fits. A recreate says which aliases are
 down while the seat loads, and how long its last start took (the host's apply journal).
-Pure.
+Until apply can surge (`SURGE_APPLIES`, reconciler.workflows), a seat whose copies would
+fit still recreates, and plan says both: that it would fit, and that apply cannot surge
+yet; a seat whose desired/ says `strategy: surge` is a blocker. Pure.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from fleet.plan.gpu_share import gpu_holders
 from fleet.spec.models import DesiredFleet, Seat
 
 Strategy = Literal["surge", "recreate"]
+SURGE_APPLIES = False  # apply starts a second copy on the second port (not yet)
+NO_SURGE = "apply cannot surge a seat yet"
 
 
 class Downtime(CoreModel):
@@ -66,6 +70,17 @@ def choose(desired: DesiredFleet, observation: Observation, seat: Seat) -> Choic
         return _recreate(observation, seat, "strategy: recreate in desired/")
     if seat.strategy == "surge":
         return Choice(strategy="surge", why="strategy: surge in desired/")
+    return _applicable(observation, seat, _auto(desired, observation, seat))
+
+
+def _applicable(observation: Observation, seat: Seat, choice: Choice) -> Choice:
+    """The choice as apply can carry it out (a surge that fits recreates, until it can)."""
+    if choice.strategy == "recreate" or SURGE_APPLIES:
+        return choice
+    return _recreate(observation, seat, f"{NO_SURGE}; a surge would fit: {choice.why}")
+
+
+def _auto(desired: DesiredFleet, observation: Observation, seat: Seat) -> Choice:
     if not seat.gpus:
         return _recreate(observation, seat, "a CPU seat: auto surges only on GPUs")
     rooms = surge_rooms(desired, observation, seat)
