@@ -2,16 +2,27 @@
 
 One fleet (coder and reason on tower) applied once for the whole module; then, each with
 2 clients x 4 requests/s on `chat` and on `coder` through the front (tests/lab/load.py):
-a gateway-only change (alias params), a change that adds an alias, and a new proxy that
-fails its verification (rolled back, the old proxy serving throughout). Real LiteLLM
-proxies, real nginx, real sshd; what the unit tests prove on the fake gateway host
-(tests/unit/workflows/test_gateway_switch.py) is not repeated here.
+a gateway-only change (alias params), a change that adds an alias, a seat change that
+recreates (apply cannot surge yet: plan predicted the recreate and its downtime, and
+`chat`, a seat nobody touched, loses no request), and a new proxy that fails its
+verification (rolled back, the old proxy serving throughout). Between them, SIGTERM sent
+to a real `fleet apply` while the new coder loads: rolled back, exit 143, no lock left,
+the inventory commit says what was done. Real LiteLLM proxies, real nginx, real sshd;
+what the fake hosts prove (tests/unit/workflows/test_gateway_switch.py,
+tests/unit/cli/test_apply_interrupts.py, tests/unit/plan/test_strategy.py) is not
+repeated here.
 """
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from typing import Any
 
+import git
 import pytest
 
 from fleet.observed.gateway_config import parse_gateway_config
@@ -22,6 +33,7 @@ from tests.lab.load import ClientLoad, LoadReport
 
 pytestmark = pytest.mark.lab
 LOADED = ["chat", "coder"]
+LOCK = "/srv/fleet/.fleet.lock"
 
 
 @pytest.fixture(scope="module")
@@ -85,6 +97,70 @@ def test_a_new_alias_answers_and_loses_no_request(fleet: FleetRepo) -> None:
     status, body = chat(fleet.lab, "tab")
     assert status == 200, body
     assert "coder" in body
+
+
+def loading(seconds: int) -> tuple[str, str]:
+    """coder's edit: the stand-in engine takes `seconds` to load its model."""
+    return "port: 8030", f'port: 8030\nenv: {{FLEET_LAB_LOAD_SECONDS: "{seconds}"}}'
+
+
+def test_a_recreate_loses_nothing_on_untouched_aliases_and_plan_predicted_it(
+    fleet: FleetRepo,
+) -> None:
+    fleet.edit("seats/coder.yaml", *loading(4))
+    plan = fleet.fleet("plan")
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    (line,) = [x for x in plan.stdout.splitlines() if "~ seat coder: " in x]
+    assert "~ seat coder: recreate (" in line
+    assert "coder, tab unavailable while it loads (last start took " in line, line
+    lab = fleet.lab
+    with ClientLoad(lab.gateway_url, lab.master_key, ["chat", "coder"], max_seconds=300) as load:
+        result = fleet.fleet("apply", "--auto-approve", "--timeout", "240")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = load.report()
+    print(report.summary())  # the figures, with -s
+    assert report.aliases["chat"].total >= 8, report.summary()
+    assert report.aliases["chat"].failed == 0, report.summary()
+    assert fleet.fleet("plan").returncode == 0
+
+
+def test_sigterm_mid_apply_rolls_back_releases_the_lock_and_commits(fleet: FleetRepo) -> None:
+    fleet.edit("seats/coder.yaml", 'FLEET_LAB_LOAD_SECONDS: "4"', 'FLEET_LAB_LOAD_SECONDS: "40"')
+    env = {**os.environ, **fleet.lab.env(), "PYTHONUNBUFFERED": "1"}
+    env.pop("FLEET_DESIRED", None)
+    started = time.monotonic()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "apply", "--auto-approve", "--timeout", "240"],
+        cwd=fleet.root,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None
+    seen = []
+    for line in process.stdout:  # until the new coder is starting
+        seen.append(line)
+        if "tower: replace seat coder" in line:
+            break
+    time.sleep(2.0)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=300)
+    output = "".join(seen) + out + err
+    print(f"SIGTERM apply took {time.monotonic() - started:.1f} s")
+    assert process.returncode == 143, output
+    assert "error: interrupted by SIGTERM: rolled back what this apply changed" in output
+    assert fleet.lab.run("tower", f"test -e {LOCK} || echo none").stdout.strip() == "none"
+    message = str(git.Repo(fleet.root).head.commit.message)
+    assert message.startswith("fleet apply: interrupted by SIGTERM: rolled back"), message
+    assert "- rolled back: seat coder on tower (serving again)" in message
+    assert chat(fleet.lab, "coder")[0] == 200
+    plan = fleet.fleet("plan")
+    assert "~ seat coder on tower" in plan.stdout, "the change is still to do"
+    assert "apply in progress" not in plan.stdout and "did not finish" not in plan.stdout
+    fleet.edit("seats/coder.yaml", 'FLEET_LAB_LOAD_SECONDS: "40"', 'FLEET_LAB_LOAD_SECONDS: "4"')
+    assert fleet.fleet("plan").returncode == 0, "what runs is what desired/ says again"
 
 
 def test_a_new_proxy_that_fails_verification_leaves_the_old_one_serving(fleet: FleetRepo) -> None:

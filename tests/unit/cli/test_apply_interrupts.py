@@ -5,7 +5,8 @@ is released, the journal and an inventory commit say what was done, and the exit
 an apply with nothing to change commits an inventory that no longer matches the fleet.
 
 Fake hosts (tests/unit/cli/fake_fleet.py), the real command line and real signals sent
-to this process; tests/integration/test_surge_lab.py sends SIGTERM to a real `fleet apply`.
+to this process; tests/integration/test_gateway_bluegreen_lab.py sends SIGTERM to a real
+`fleet apply`.
 """
 
 from __future__ import annotations
