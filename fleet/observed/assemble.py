@@ -28,7 +28,7 @@ from fleet.facts.host_facts import (
 )
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.script import FactOutput
-from fleet.names import MANAGED_LABEL, SEAT_LABEL
+from fleet.names import COMPOSE_SERVICE_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.runtimes import Runtime
 from fleet.runtimes.compose import COMPOSE
@@ -73,7 +73,10 @@ def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> Observe
 
 def _with_definition(seat: ObservedSeat, written: dict[str, dict[str, Any]]) -> ObservedSeat:
     """A managed seat with its service as the host's compose file defines it (if it does)."""
-    definition = written.get(seat.name) if seat.managed else None
+    if not seat.managed:
+        return seat
+    service = seat.container.labels.get(COMPOSE_SERVICE_LABEL)  # `<seat>-b` after a surge
+    definition = written.get(service or seat.name) or written.get(seat.name)
     return seat.model_copy(update={"definition": definition}) if definition else seat
 
 

@@ -15,6 +15,7 @@ import hashlib
 from fleet.names import HASH_LABEL
 from fleet.observed.models import Observation, ObservedHost
 from fleet.plan.actions import Action, ActionKind, Wave
+from fleet.plan.live_port import follow_live_ports
 from fleet.spec.models import DesiredFleet
 
 
@@ -26,6 +27,7 @@ def fingerprint(
     desired: DesiredFleet, observation: Observation, actions: tuple[Action, ...]
 ) -> dict[str, str]:
     """key -> short hash (or value) of every fact behind the actions."""
+    desired = follow_live_ports(desired, observation)
     prints: dict[str, str] = {}
     for action in actions:
         if action.wave is Wave.GATEWAY:

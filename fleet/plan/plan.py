@@ -22,6 +22,7 @@ from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
 from fleet.plan.fingerprint import fingerprint
+from fleet.plan.live_port import follow_live_ports
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.units import format_bytes
 
@@ -45,6 +46,9 @@ class Plan(CoreModel):
         (), description="the same as changed lines of the inventory Markdown (plan --diff)"
     )
     only_seats: tuple[str, ...] = Field((), description="--seat: the seats this plan covers")
+    live_on_second: tuple[str, ...] = Field(
+        (), description="seats serving on their second port (a surge moved them) when planned"
+    )
     fingerprint: dict[str, str] = Field(default_factory=dict)
 
     def count(self, kind: ActionKind) -> int:
@@ -80,6 +84,7 @@ def make_plan(
     drift_diff: tuple[str, ...] = (),
 ) -> Plan:
     """The plan for the observed fleet; `only_seats` limits seat actions to those named."""
+    desired = follow_live_ports(desired, observation)
     actions: list[Action] = []
     noops: list[NoOp] = []
     for name in sorted(desired.seats):
@@ -98,13 +103,14 @@ def make_plan(
     actions.sort(key=lambda a: a.sort_key)
     return Plan(
         only_seats=tuple(sorted(only_seats)),
+        live_on_second=tuple(sorted(desired.live_on_second)),
         created_at=observation.observed_at,
         desired_commit=desired_commit,
         live_commit=observation.live_commit,
         actions=tuple(actions),
         noops=tuple(noops),
         blockers=tuple(blockers.find_blockers(desired, observation, actions))
-        + tuple(_surge_blockers(actions)),
+        + tuple(_surge_blockers(desired, actions)),
         findings=tuple(find_issues(desired, observation)),
         drift=drift,
         drift_diff=drift_diff,
@@ -139,17 +145,22 @@ def _strategy(desired: DesiredFleet, observation: Observation, action: Action) -
     )
 
 
-def _surge_blockers(actions: list[Action]) -> list[Blocker]:
-    """A seat desired/ says to surge, while apply cannot yet."""
+def _surge_blockers(desired: DesiredFleet, actions: list[Action]) -> list[Blocker]:
+    """A seat desired/ says to surge, where apply cannot (its runtime, or this build)."""
+    pinned = [a for a in actions if a.strategy == "surge" and a.target in desired.seats]
+    unit = [a for a in pinned if not strategy.can_surge(desired, desired.seats[a.target])]
+    found = [
+        Blocker(target=a.target, message=f"strategy: surge, but {strategy.ONE_UNIT}") for a in unit
+    ]
     if strategy.SURGE_APPLIES:
-        return []
-    return [
+        return found
+    return found + [
         Blocker(
             target=a.target,
             message=f"strategy: surge, but {strategy.NO_SURGE}: set strategy auto or recreate",
         )
-        for a in actions
-        if a.strategy == "surge"
+        for a in pinned
+        if a not in unit
     ]
 
 

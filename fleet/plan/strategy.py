@@ -9,9 +9,9 @@ says it holds, else the new copy's footprint). A CPU seat recreates under `auto`
 host's RAM is shared with every process there and nothing bounds what a second llama.cpp
 process would take, so plan does not promise it fits. A recreate says which aliases are
 down while the seat loads, and how long its last start took (the host's apply journal).
-Until apply can surge (`SURGE_APPLIES`, reconciler.workflows), a seat whose copies would
-fit still recreates, and plan says both: that it would fit, and that apply cannot surge
-yet; a seat whose desired/ says `strategy: surge` is a blocker. Pure.
+A systemd host's seats recreate (one unit per seat); `strategy: surge` there is a blocker.
+Without `SURGE_APPLIES` (a switch kept for a build whose apply cannot surge) a seat whose
+copies would fit recreates, and plan says both; `strategy: surge` is then a blocker. Pure.
 """
 
 from __future__ import annotations
@@ -25,8 +25,9 @@ from fleet.plan.gpu_share import gpu_holders
 from fleet.spec.models import DesiredFleet, Seat
 
 Strategy = Literal["surge", "recreate"]
-SURGE_APPLIES = False  # apply starts a second copy on the second port (not yet)
+SURGE_APPLIES = True  # apply starts a second copy on the second port
 NO_SURGE = "apply cannot surge a seat yet"
+ONE_UNIT = "a systemd host runs one unit per seat, so its seats recreate"
 
 
 class Downtime(CoreModel):
@@ -65,12 +66,19 @@ class GpuRoom(CoreModel):
 
 
 def choose(desired: DesiredFleet, observation: Observation, seat: Seat) -> Choice:
-    """Surge or recreate the running seat, by its `strategy` and the GPUs' room."""
+    """Surge or recreate the running seat, by its `strategy`, its runtime and the GPUs' room."""
     if seat.strategy == "recreate":
         return _recreate(observation, seat, "strategy: recreate in desired/")
     if seat.strategy == "surge":
         return Choice(strategy="surge", why="strategy: surge in desired/")
+    if not can_surge(desired, seat):
+        return _recreate(observation, seat, ONE_UNIT)
     return _applicable(observation, seat, _auto(desired, observation, seat))
+
+
+def can_surge(desired: DesiredFleet, seat: Seat) -> bool:
+    """Whether the seat's runtime can run a second copy of it (compose: a second service)."""
+    return desired.hosts[seat.host].runtime == "compose"
 
 
 def _applicable(observation: Observation, seat: Seat, choice: Choice) -> Choice:

@@ -114,7 +114,10 @@ def render_compose(desired: DesiredFleet, host_name: str) -> str:
     from fleet.yamltext import dump_yaml  # ruamel.yaml: only what writes pays for it
 
     host = desired.hosts[host_name]
-    services = {seat.name: render_service(seat, host) for seat in desired.seats_on(host_name)}
+    services = {
+        desired.instance_name(seat.name): render_service(seat, host)
+        for seat in desired.seats_on(host_name)
+    }
     document = {"name": project_name(desired, host_name), "services": services}
     return dump_yaml(document, HEADER)
 

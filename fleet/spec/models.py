@@ -285,6 +285,9 @@ class Gateway(CoreModel):
         return self
 
 
+SECOND_COPY = "-b"  # the instance name of a seat serving on its second port
+
+
 class DesiredFleet(CoreModel):
     """The whole of desired/."""
 
@@ -292,7 +295,27 @@ class DesiredFleet(CoreModel):
     hosts: dict[str, Host] = Field(default_factory=dict)
     seats: dict[str, Seat] = Field(default_factory=dict)
     gateway: Gateway | None = None
+    live_on_second: frozenset[str] = Field(
+        default_factory=frozenset,
+        description="Seats whose live copy serves on its second port (a surge moved it "
+        "there): set from what runs (`fleet.plan.live_port`), never by desired/.",
+    )
 
     def seats_on(self, host: str) -> list[Seat]:
         """Seats of one host, sorted by name."""
         return sorted((s for s in self.seats.values() if s.host == host), key=lambda s: s.name)
+
+    def instance_name(self, seat: str) -> str:
+        """The seat's instance (compose service): its name, `<name>-b` on its second port."""
+        return f"{seat}{SECOND_COPY}" if seat in self.live_on_second else seat
+
+    def flipped(self, seat: str) -> DesiredFleet:
+        """This fleet with the seat on its other port, as a surge of it leaves it."""
+        was = self.seats[seat]
+        moved = was.model_copy(update={"port": was.second_port, "surge_port": was.port})
+        return self.model_copy(
+            update={
+                "seats": {**self.seats, seat: moved},
+                "live_on_second": self.live_on_second ^ {seat},
+            }
+        )

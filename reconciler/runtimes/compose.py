@@ -18,7 +18,7 @@ from typing import Any
 
 from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError
-from fleet.names import COMPOSE_PROJECT_LABEL, SEAT_LABEL
+from fleet.names import COMPOSE_PROJECT_LABEL, COMPOSE_SERVICE_LABEL, SEAT_LABEL
 from fleet.runtimes.base import Runtime
 from fleet.runtimes.compose import COMPOSE, HEADER, compose_path, project_name
 from fleet.secrets import referenced_variables
@@ -129,10 +129,10 @@ class ComposeAdapter:
             return
         if "no such service" not in result.stderr + result.stdout:
             checked(host.name, command, result)
-        # the compose file no longer defines it (edited or reset by hand): its containers
-        # of this project, by label
+        # the compose file no longer defines it (edited or reset by hand): the containers
+        # compose made for that service of this project, by label
         project = shlex.quote(f"label={COMPOSE_PROJECT_LABEL}={project_name(desired, host.name)}")
-        mine = f"--filter {shlex.quote(f'label={SEAT_LABEL}={seat}')} --filter {project}"
+        mine = f"--filter {shlex.quote(f'label={COMPOSE_SERVICE_LABEL}={seat}')} --filter {project}"
         conn.check(f'ids=$(docker ps -aq {mine}); [ -z "$ids" ] || docker rm -f $ids', timeout=300)
 
     def restart(self, conn: HostSession, host: Host, instance: str) -> None:

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 from fleet.errors import ApplyError, FleetError, Interrupted, PlanError
 from fleet.gateways import kind_of
 from fleet.plan.actions import Action, ActionKind, Wave
+from fleet.plan.live_port import as_planned
 from fleet.plan.plan import Plan
-from fleet.spec.models import DesiredFleet
+from fleet.spec.models import SECOND_COPY, DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
@@ -53,6 +54,7 @@ def apply_plan(
         )
     if desired.gateway and any(a.wave is Wave.GATEWAY for a in plan.actions):
         gateway_ops.master_key(desired.gateway)  # an unset key fails before anything changes
+    desired = as_planned(desired, plan.live_on_second)
     hosts = sorted({a.host for a in plan.actions})
     taken: list[str] = []
     try:
@@ -94,7 +96,7 @@ def _run(
         (
             Wave.GATEWAY,
             lambda: _apply_gateway(
-                desired,
+                _after_surges(desired, undo),
                 connections,
                 plan.actions,
                 options,
@@ -118,6 +120,8 @@ def _run(
             undo,
             clock=options.clock,
             interrupt=interrupt,
+            drain_timeout=options.drain_timeout,
+            gateway_timeout=options.gateway_timeout,
         )
         while later and not interrupt.tripped:
             done += later.pop(0)[1]()
@@ -137,6 +141,13 @@ def _run(
     if interrupt.tripped and left:
         raise _stopped(desired, connections, plan, interrupt, done, left)
     return done
+
+
+def _after_surges(desired: DesiredFleet, undo: Undo) -> DesiredFleet:
+    """desired/ with every seat this apply surged on the port it serves on now."""
+    for seat in undo.surged:
+        desired = desired.flipped(seat)
+    return desired
 
 
 def _stopped(
@@ -180,17 +191,17 @@ def _apply_gateway(
     current = conn.read_file(gateway.config_path)
     if current is None:
         raise ApplyError(f"{gateway.config_path} vanished from {gateway.host}")
-    reporter.step(f"{gateway.host}: edit {gateway.config_path}")
     moved = [a.target for a in group if a.kind in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS)]
-    undo.gateway_previous = gateway_ops.switch_config(
-        connections,
-        desired,
-        kind_of(gateway).render_config(current, desired, only_seats),
-        moved,
-        options.gateway_timeout,
-        reporter,
-        options.clock,
-    )
+    text = kind_of(gateway).render_config(current, desired, only_seats)
+    if undo.surged and text == current:  # a surge moved these aliases with its seat
+        reporter.step(f"{gateway.host}: {gateway.config_path} already says so (a surge moved it)")
+    else:
+        reporter.step(f"{gateway.host}: edit {gateway.config_path}")
+        previous = gateway_ops.switch_config(
+            connections, desired, text, moved, options.gateway_timeout, reporter, options.clock
+        )
+        if undo.gateway_previous is None:
+            undo.gateway_previous = previous
     return [
         f"{a.kind.value.replace('-', ' ')} {a.target}"
         for a in group
@@ -213,9 +224,16 @@ def _apply_removals(
             drain(conn, host, action.target, options.drain_timeout, reporter)
             reporter.step(f"{host_name}: remove seat {action.target}")
             runtime = adapter_for(host)
-            runtime.remove_seat(conn, desired, host, action.target)
             current = runtime.snapshot(conn, host)
-            runtime.write_seats(conn, desired, host, current, {action.target: None})
+            instances = [
+                name
+                for name in (action.target, f"{action.target}{SECOND_COPY}")
+                if runtime.port_in(current, name) is not None
+            ] or [action.target]  # `<seat>-b`: a surge left it on its second port
+            for instance in instances:
+                runtime.remove_seat(conn, desired, host, instance)
+            current = runtime.snapshot(conn, host)
+            runtime.write_seats(conn, desired, host, current, dict.fromkeys(instances))
             locks.record(conn, host, "remove-seat", target=action.target)
             done.append(f"remove seat {action.target} on {host_name}")
     return done

@@ -33,7 +33,7 @@ from reconciler.workflows.proxy import (
     verify_aliases,
     wait_ready,
 )
-from reconciler.workflows.seat_wave import Reporter
+from reconciler.workflows.wave_run import Reporter
 
 SETTLE_ANSWERS = 2  # consecutive good answers through the front before the old proxy stops
 

@@ -23,7 +23,7 @@ from reconciler.host import HostSession, Sessions
 from reconciler.runtimes.compose import restart_command
 from reconciler.workflows import bluegreen, locks
 from reconciler.workflows.proxy import upload_config, url_endpoint, verify_aliases
-from reconciler.workflows.seat_wave import Reporter
+from reconciler.workflows.wave_run import Reporter
 
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 

@@ -18,7 +18,7 @@ from fleet.spec.models import Gateway
 from reconciler.adapters.http import request_via
 from reconciler.clock import Clock
 from reconciler.host import HostSession
-from reconciler.workflows.seat_wave import Reporter
+from reconciler.workflows.wave_run import Reporter
 
 POLL = 1.0
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from fleet.observed.bench import BenchRecord, read_record
 from fleet.observed.models import Observation
+from fleet.plan.live_port import follow_live_ports
 from fleet.report.drift import drift_summary, read_inventory_json
 from fleet.report.inventory import Inventory, build_inventory
 from fleet.report.inventory_text import inventory_diff, render_json, render_markdown
@@ -50,7 +51,8 @@ class FleetRepo:
 
     def inventory(self, observation: Observation) -> Inventory:
         """The inventory of the observed fleet, with the repository's bench record."""
-        return build_inventory(self.desired, observation, self.bench_record())
+        live = follow_live_ports(self.desired, observation)  # each seat's live port
+        return build_inventory(live, observation, self.bench_record())
 
 
 @dataclass(frozen=True)

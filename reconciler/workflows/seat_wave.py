@@ -1,20 +1,20 @@
 """The seat wave of an apply: each host's seats in order, the hosts at the same time.
 
 Seats of one host share its GPUs, so they start one after another, each behind its health
-gate; different hosts share nothing, so they run concurrently (a fleet's apply takes about
-as long as its slowest host, not the sum of every engine's start). Progress lines come
-prefixed by host. When one host fails, the others stop at their next step or poll, and the
-caller rolls back everything every host recorded in `Undo`.
+gate, whether it recreates (here) or surges (`reconciler.workflows.surge`): a surge never
+overlaps another seat's surge or recreate on the same GPUs. Different hosts share
+nothing, so they run concurrently (a fleet's apply takes about as long as its slowest
+host, not the sum of every engine's start). Progress lines come prefixed by host. When
+one host fails, the others stop at their next step or poll, and the caller rolls back
+everything every host recorded in `Undo`.
 """
 
 from __future__ import annotations
 
 import threading
 from collections import defaultdict
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 from fleet.errors import ApplyError, FleetError
 from fleet.plan.actions import Action, ActionKind, Wave
@@ -23,49 +23,21 @@ from fleet.spec.models import DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
-from reconciler.runtimes.base import Snapshot
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.interrupt import Interrupt
+from reconciler.workflows.surge import surge_seat
+from reconciler.workflows.wave_run import (
+    Cancelled,
+    Reporter,
+    SerialReporter,
+    Undo,
+    WaveRun,
+    check_stop,
+    waiting_for,
+)
 
-
-class Reporter(Protocol):
-    """Where apply says what it does."""
-
-    def step(self, message: str) -> None: ...
-
-    def waiting(self, reason: str, seconds: float) -> None: ...
-
-
-@dataclass
-class Undo:
-    """What apply changed so far, to put back on failure (per host)."""
-
-    composes: dict[str, Snapshot] = field(default_factory=dict)  # each host runtime's
-    created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    replaced: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    adopted: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
-    gateway_previous: str | None = None
-
-
-class Cancelled(FleetError):
-    """Another host's seat failed, so this host stopped before its next step."""
-
-
-class SerialReporter:
-    """A reporter several host threads can share: one line at a time."""
-
-    def __init__(self, reporter: Reporter) -> None:
-        self.reporter = reporter
-        self.lock = threading.Lock()
-
-    def step(self, message: str) -> None:
-        with self.lock:
-            self.reporter.step(message)
-
-    def waiting(self, reason: str, seconds: float) -> None:
-        with self.lock:
-            self.reporter.waiting(reason, seconds)
+__all__ = ["Reporter", "Undo", "apply_seat_wave", "by_host"]
 
 
 def by_host(actions: tuple[Action, ...], wave: Wave) -> dict[str, list[Action]]:
@@ -77,20 +49,6 @@ def by_host(actions: tuple[Action, ...], wave: Wave) -> dict[str, list[Action]]:
     return dict(sorted(grouped.items()))
 
 
-@dataclass(frozen=True)
-class WaveRun:
-    """What every host's thread shares."""
-
-    desired: DesiredFleet
-    sessions: Sessions
-    seat_timeout: float
-    reporter: SerialReporter
-    undo: Undo
-    stop: threading.Event
-    clock: Clock = SYSTEM_CLOCK
-    interrupt: Interrupt | None = None
-
-
 def apply_seat_wave(
     desired: DesiredFleet,
     sessions: Sessions,
@@ -100,6 +58,8 @@ def apply_seat_wave(
     undo: Undo,
     clock: Clock = SYSTEM_CLOCK,
     interrupt: Interrupt | None = None,
+    drain_timeout: float = 120.0,
+    gateway_timeout: float = 120.0,
 ) -> list[str]:
     """Create and replace every seat of the plan, hosts concurrently; what changed."""
     groups = by_host(actions, Wave.SEATS)
@@ -114,6 +74,8 @@ def apply_seat_wave(
         threading.Event(),
         clock,
         interrupt,
+        drain_timeout,
+        gateway_timeout,
     )
     for host in groups:  # made here, so threads only append to their own host's lists
         undo.created[host], undo.replaced[host], undo.adopted[host] = [], [], []
@@ -141,55 +103,54 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
     runtime = adapter_for(host)
     current = runtime.snapshot(conn, host)
     services: dict[str, dict[str, Any] | None] = {
-        a.target: seat_ops.rendered(desired, a.target) for a in group
+        desired.instance_name(a.target): seat_ops.rendered(desired, a.target)
+        for a in group
+        if a.strategy != "surge"
     }
     reporter.step(f"{host_name}: upload {runtime.describe(host)}")
     runtime.write_seats(conn, desired, host, current, services)
     run.undo.composes[host_name] = current
     done = []
     for action in group:
-        _check_stop(run, host_name)
-        verb = "create" if action.kind is ActionKind.CREATE_SEAT else "replace"
-        reporter.step(f"{host_name}: {verb} seat {action.target}")
-        fresh = verb == "create" or action.adopts is not None  # a new service in the file
-        (run.undo.created if fresh else run.undo.replaced)[host_name].append(action.target)
-        if action.adopts is not None:
-            reporter.step(f"{host_name}: stop hand-made container {action.adopts}")
-            run.undo.adopted[host_name].append(action.adopts)
-            hand_made(host).stop_hand_made(conn, action.adopts)
-        started = run.clock.monotonic()
-        runtime.start_seat(conn, desired, host, action.target)
-        verdict = seat_ops.wait_healthy(
-            run.sessions,
-            desired,
-            action.target,
-            run.seat_timeout,
-            _waiting(run, host_name),
-            clock=run.clock,
-        )
-        if verdict.state is not HealthState.HEALTHY:
-            raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
-        reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
-        if action.adopts is not None:
-            reporter.step(f"{host_name}: remove hand-made container {action.adopts}")
-            hand_made(host).remove_hand_made(conn, action.adopts)
-            run.undo.adopted[host_name].remove(action.adopts)
-        seconds = f"{run.clock.monotonic() - started:.1f}"  # plan's "last start took"
-        locks.record(conn, host, f"{verb}-seat", target=action.target, seconds=seconds)
-        done.append(f"{verb} seat {action.target} on {host_name}")
+        check_stop(run, host_name)
+        if action.strategy == "surge":
+            done.append(surge_seat(run, host_name, action.target))
+        else:
+            done.append(_start_seat(run, host_name, action))
     return done
 
 
-def _waiting(run: WaveRun, host: str) -> Callable[[str, float], None]:
-    def waiting(reason: str, seconds: float) -> None:
-        _check_stop(run, host)
-        run.reporter.waiting(f"{host}: {reason}", seconds)
-
-    return waiting
-
-
-def _check_stop(run: WaveRun, host: str) -> None:
-    if run.interrupt is not None:
-        run.interrupt.check(f"{host}'s seat step")
-    if run.stop.is_set():
-        raise Cancelled(f"{host} stopped: another host's seat failed")
+def _start_seat(run: WaveRun, host_name: str, action: Action) -> str:
+    """Create a seat, or replace it by stopping the old copy first (recreate)."""
+    desired, reporter = run.desired, run.reporter
+    host, conn = desired.hosts[host_name], run.sessions.get(host_name)
+    runtime = adapter_for(host)
+    instance = desired.instance_name(action.target)
+    verb = "create" if action.kind is ActionKind.CREATE_SEAT else "replace"
+    reporter.step(f"{host_name}: {verb} seat {action.target}")
+    fresh = verb == "create" or action.adopts is not None  # a new service in the file
+    (run.undo.created if fresh else run.undo.replaced)[host_name].append(instance)
+    if action.adopts is not None:
+        reporter.step(f"{host_name}: stop hand-made container {action.adopts}")
+        run.undo.adopted[host_name].append(action.adopts)
+        hand_made(host).stop_hand_made(conn, action.adopts)
+    started = run.clock.monotonic()
+    runtime.start_seat(conn, desired, host, instance)
+    verdict = seat_ops.wait_healthy(
+        run.sessions,
+        desired,
+        action.target,
+        run.seat_timeout,
+        waiting_for(run, host_name),
+        clock=run.clock,
+    )
+    if verdict.state is not HealthState.HEALTHY:
+        raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
+    reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
+    if action.adopts is not None:
+        reporter.step(f"{host_name}: remove hand-made container {action.adopts}")
+        hand_made(host).remove_hand_made(conn, action.adopts)
+        run.undo.adopted[host_name].remove(action.adopts)
+    seconds = f"{run.clock.monotonic() - started:.1f}"  # plan's "last start took"
+    locks.record(conn, host, f"{verb}-seat", target=action.target, seconds=seconds)
+    return f"{verb} seat {action.target} on {host_name}"

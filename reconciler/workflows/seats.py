@@ -59,9 +59,17 @@ def look(
     host = desired.hosts[seat.host]
     conn = connections.get(seat.host)
     observed = observe_seat(conn, host, seat_name)
-    live = observed.seat(seat_name)
+    live = _instance(observed, seat_name, seat.port)
     answers = endpoints(conn, host, seat.port) if live and live.container.running else Endpoints()
     return live, answers, observed.gpu_error is None
+
+
+def _instance(observed: ObservedHost, seat_name: str, port: int) -> ObservedSeat | None:
+    """The seat's instance; while two copies run (a surge), the one on `port`."""
+    copies = [s for s in observed.seats if s.managed and s.name == seat_name]
+    if len(copies) > 1:
+        return next((s for s in copies if s.port == port), None)
+    return copies[0] if copies else None
 
 
 def wait_healthy(

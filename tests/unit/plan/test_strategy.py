@@ -180,7 +180,10 @@ def test_a_surge_counts_the_old_copy_and_every_other_seat_on_the_gpu(surging: No
     assert (action.strategy_line or "").startswith("seat coder: recreate (GPU 0 has 0.0 GiB free; ")
 
 
-def test_until_apply_can_surge_a_seat_with_room_recreates_and_a_pinned_surge_blocks() -> None:
+def test_until_apply_can_surge_a_seat_with_room_recreates_and_a_pinned_surge_blocks(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(strategy, "SURGE_APPLIES", False)  # a build whose apply cannot surge
     coder = replaced("coder")
     assert (coder.strategy, coder.strategy_line) == (
         "recreate",

@@ -26,8 +26,10 @@ from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.plan.fakes import in_sync, live_seat
 from tests.unit.render.test_compose import example
 
-AFTER = example()
-BEFORE = example({"seats/sec.yaml": ("context: 262144", "context: 131072")})
+# sec recreates: these cases are about create, recreate and rollback (test_surge.py surges)
+RECREATE = ("context: 262144", "context: 262144\nstrategy: recreate")
+AFTER = example({"seats/sec.yaml": RECREATE})
+BEFORE = example({"seats/sec.yaml": ("context: 262144", "context: 131072\nstrategy: recreate")})
 COMPOSE, LOCK = "/srv/fleet/compose.yaml", "/srv/fleet/.fleet.lock"
 JOURNAL = "/srv/fleet/.fleet-journal.jsonl"
 FAST = ApplyOptions(seat_timeout=1.0, gateway_timeout=1.0, drain_timeout=1.0, clock=FakeClock())
