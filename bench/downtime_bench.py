@@ -6,8 +6,10 @@ then for each scenario: prepares the fleet repository (e.g. a gateway without a 
 commits the scenario's change, and applies it with bounded client load through the
 gateway's URL (`tests/lab/load.py`: `--clients` clients x `--rate` requests/s per alias).
 Rows are pluggable: a `Scenario` names its prepare step, its change and the aliases it
-loads; append one to `SCENARIOS`. "seat recreate" changes coder (its engine loading for
-8 s): `coder` is down while it loads, `chat` should lose nothing.
+loads; append one to `SCENARIOS`. "seat recreate" and "seat surge" change coder (its
+engine loading for 8 s), the one pinned to `strategy: recreate` (`coder` is down while it
+loads, `chat` should lose nothing), the other to `strategy: surge` (the new copy loads
+beside the old on coder's second port: neither alias should lose anything).
 
 usage: .venv/bin/python -m bench.downtime_bench [--clients 2] [--rate 4] [--only NAME]...
 Takes the lab over (brought down at the end). Figures, not assertions.
@@ -60,15 +62,16 @@ def alias_params(value: float) -> Step:
     return change
 
 
-def seat_load(seconds: int) -> Step:
-    """A seat change: coder's engine takes `seconds` to load (the stand-in's knob)."""
+def seat_load(seconds: int, strategy: str) -> Step:
+    """A seat change: coder's engine takes `seconds` to load (the stand-in's knob), and it
+    is replaced by `strategy` (its GPU has room, so `auto` would surge)."""
 
     def change(repo: FleetRepo) -> None:
         repo.edit(
             "seats/coder.yaml",
             "port: 8030",
-            f'port: 8030\nenv: {{FLEET_LAB_LOAD_SECONDS: "{seconds}"}}',
-            f"coder loads for {seconds} s",
+            f'port: 8030\nstrategy: {strategy}\nenv: {{FLEET_LAB_LOAD_SECONDS: "{seconds}"}}',
+            f"coder loads for {seconds} s, replaced by {strategy}",
         )
 
     return change
@@ -77,9 +80,8 @@ def seat_load(seconds: int) -> Step:
 SCENARIOS: list[Scenario] = [
     Scenario("gateway in place", drop_front, alias_params(0.3)),
     Scenario("gateway blue/green", nothing, alias_params(0.4)),
-    # apply cannot surge yet (fleet.plan.strategy.SURGE_APPLIES): a seat with room
-    # recreates too; a "seat surge" row joins once it can
-    Scenario("seat recreate", nothing, seat_load(8)),
+    Scenario("seat recreate", nothing, seat_load(8, "recreate")),
+    Scenario("seat surge", nothing, seat_load(8, "surge")),
 ]
 
 

@@ -58,6 +58,9 @@ def test_create_then_idempotent_and_committed(one: FleetRepo, tmp_path: Path) ->
 
 def test_changes_recreate_only_the_changed_seat(clean_lab: Lab, tmp_path: Path) -> None:
     repo = make_repo(tmp_path, clean_lab, seats=("flash", "coder"))
+    # flash recreates in place, as fleet-tower-flash-1 (a surge, which would move it to
+    # fleet-tower-flash-b-1, is test_gateway_bluegreen_lab.py's)
+    repo.edit("seats/flash.yaml", "port: 8026", "port: 8026\nstrategy: recreate")
     apply(repo)
     coder_before = clean_lab.docker("tower", "inspect", "-f", "{{.Id}}", "fleet-tower-coder-1")
     steps = [

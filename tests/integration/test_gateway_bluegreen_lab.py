@@ -3,13 +3,17 @@
 One fleet (coder and reason on tower) applied once for the whole module; then, each with
 2 clients x 4 requests/s on `chat` and on `coder` through the front (tests/lab/load.py):
 a gateway-only change (alias params), a change that adds an alias, a seat change that
-recreates (apply cannot surge yet: plan predicted the recreate and its downtime, and
-`chat`, a seat nobody touched, loses no request), and a new proxy that fails its
-verification (rolled back, the old proxy serving throughout). Between them, SIGTERM sent
+recreates (coder pinned to `strategy: recreate`: plan predicted the recreate and its
+downtime, and `chat`, a seat nobody touched, loses no request), a change to coder (whose
+GPU has room, back to `auto`) plus a new alias that surges it (no request lost on any
+alias, plan 0 after), a surge whose new copy fails its gate (rolled back, the old copy
+serving throughout), and a new proxy that fails its verification (rolled back, the old
+proxy serving throughout). Between the recreate and the surges, SIGTERM sent
 to a real `fleet apply` while the new coder loads: rolled back, exit 143, no lock left,
 the inventory commit says what was done. Real LiteLLM proxies, real nginx, real sshd;
 what the fake hosts prove (tests/unit/workflows/test_gateway_switch.py,
-tests/unit/cli/test_apply_interrupts.py, tests/unit/plan/test_strategy.py) is not
+tests/unit/cli/test_apply_interrupts.py, tests/unit/cli/test_apply_surge.py,
+tests/unit/plan/test_strategy.py) is not
 repeated here.
 """
 
@@ -108,6 +112,8 @@ def test_a_recreate_loses_nothing_on_untouched_aliases_and_plan_predicted_it(
     fleet: FleetRepo,
 ) -> None:
     fleet.edit("seats/coder.yaml", *loading(4))
+    # the subject is a seat that cannot surge: coder's GPU has room, so desired/ pins it
+    fleet.edit("seats/coder.yaml", "port: 8030", "port: 8030\nstrategy: recreate")
     plan = fleet.fleet("plan")
     assert plan.returncode == 2, plan.stdout + plan.stderr
     (line,) = [x for x in plan.stdout.splitlines() if "~ seat coder: " in x]
@@ -161,6 +167,50 @@ def test_sigterm_mid_apply_rolls_back_releases_the_lock_and_commits(fleet: Fleet
     assert "apply in progress" not in plan.stdout and "did not finish" not in plan.stdout
     fleet.edit("seats/coder.yaml", 'FLEET_LAB_LOAD_SECONDS: "40"', 'FLEET_LAB_LOAD_SECONDS: "4"')
     assert fleet.fleet("plan").returncode == 0, "what runs is what desired/ says again"
+
+
+def containers(lab: Lab) -> list[str]:
+    """The names of the tower's running containers."""
+    return lab.docker("tower", "ps", "--format", "{{.Names}}").stdout.split()
+
+
+def test_a_surge_with_a_new_alias_loses_no_request_on_any_alias(fleet: FleetRepo) -> None:
+    fleet.edit("seats/coder.yaml", "\nstrategy: recreate", "")  # as the example says: auto
+    fleet.edit("seats/coder.yaml", "context: 2048", "context: 3072")
+    fleet.edit(
+        "seats/coder.yaml",
+        "aliases: [coder, autocomplete, tab]",
+        "aliases: [coder, autocomplete, tab, fim]",
+    )
+    plan = fleet.fleet("plan")
+    assert "~ seat coder: surge (GPU 0 has " in plan.stdout, plan.stdout
+    started = time.monotonic()
+    output, report, _ = apply_under_load(fleet)
+    print(f"surge apply took {time.monotonic() - started:.1f} s")
+    assert_no_request_lost(report)
+    assert "tower: surge seat coder: start coder-b on port 9030 beside coder" in output
+    running = containers(fleet.lab)
+    assert "fleet-tower-coder-b-1" in running and "fleet-tower-coder-1" not in running
+    status, body = chat(fleet.lab, "fim")
+    assert status == 200, body
+    assert fleet.fleet("plan").returncode == 0, "plan is 0 after a surge"
+
+
+def test_a_surge_whose_new_copy_fails_leaves_the_old_one_serving(fleet: FleetRepo) -> None:
+    before_config = fleet.lab.gateway_config()
+    load = 'FLEET_LAB_LOAD_SECONDS: "4"'
+    failing = f"{load}, FLEET_LAB_FAIL: crash"
+    fleet.edit("seats/coder.yaml", load, failing)
+    output, report, _ = apply_under_load(fleet, ok=False)
+    assert_no_request_lost(report)
+    assert "rolled back: seat coder on tower: " in output
+    assert "the old copy coder-b kept serving on port 9030" in output
+    assert "fleet-tower-coder-b-1" in containers(fleet.lab)
+    assert "fleet-tower-coder-1" not in containers(fleet.lab), "the new copy is removed"
+    assert fleet.lab.gateway_config() == before_config
+    assert chat(fleet.lab, "coder")[0] == 200
+    fleet.edit("seats/coder.yaml", failing, load)
+    assert fleet.fleet("plan").returncode == 0
 
 
 def test_a_new_proxy_that_fails_verification_leaves_the_old_one_serving(fleet: FleetRepo) -> None:

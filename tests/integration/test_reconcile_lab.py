@@ -240,7 +240,10 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         with other.config_writer() as config:
             config.set_value("user", "name", "someone").set_value("user", "email", "s@x.invalid")
         seat = tmp_path / "elsewhere" / "desired" / "seats" / "coder.yaml"
-        seat.write_text(seat.read_text().replace("context: 2048", "context: 1536"))
+        # coder recreates in place, as fleet-tower-coder-1, which this test watches (a
+        # surge would move it to fleet-tower-coder-b-1: test_gateway_bluegreen_lab.py's)
+        text = seat.read_text().replace("port: 8030", "port: 8030\nstrategy: recreate")
+        seat.write_text(text.replace("context: 2048", "context: 1536"))
         other.git.commit("-am", "coder: 1536")
         other.git.push("origin", "HEAD:main")
         first = container_id(lab, "fleet-tower-coder-1")
