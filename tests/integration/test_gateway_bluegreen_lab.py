@@ -176,7 +176,7 @@ def containers(lab: Lab) -> list[str]:
 
 def test_a_surge_with_a_new_alias_loses_no_request_on_any_alias(fleet: FleetRepo) -> None:
     fleet.edit("seats/coder.yaml", "\nstrategy: recreate", "")  # as the example says: auto
-    fleet.edit("seats/coder.yaml", "context: 2048", "context: 3072")
+    fleet.edit("seats/coder.yaml", "context: 2048", "context: 1536")
     fleet.edit(
         "seats/coder.yaml",
         "aliases: [coder, autocomplete, tab]",
