@@ -103,7 +103,8 @@ def literal(text: str) -> object:
 def parse_assignments(text: str) -> dict[str, object]:
     """`model='x', max_seq_len=8192, quantization=None` -> a dict of literal values.
 
-    The format of vLLM's engine-config line and of `args: Namespace(...)`.
+    The format of a Python object's repr of its fields (an engine's config or parsed args
+    as its log prints them).
     """
     result: dict[str, object] = {}
     for item in split_top_level(text):
@@ -117,8 +118,8 @@ def parse_assignments(text: str) -> dict[str, object]:
 def parse_dict_literal(text: str) -> dict[str, object]:
     """`{'model': 'x', 'port': 8001}` -> a dict, item by item, so one odd value spoils nothing.
 
-    vLLM's `non-default args:` line mixes Python literals with JSON (`null`, `true`) inside
-    nested values, which defeats a whole-line `ast.literal_eval`.
+    An engine's log may mix Python literals with JSON (`null`, `true`) inside nested values
+    of such a dict, which defeats a whole-line `ast.literal_eval`.
     """
     body = text.strip()
     if body.startswith("{"):

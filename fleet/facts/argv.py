@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeAlias
 
 from fleet.base import CoreModel
@@ -91,6 +91,16 @@ def program_name(token: str) -> str:
     return token.rsplit("/", 1)[-1]
 
 
+def flag_value(args: Sequence[str], *names: str) -> str | None:
+    """`--flag VALUE` or `--flag=VALUE` in an engine argv (the last one wins)."""
+    found = None
+    for index, arg in enumerate(args):
+        name, equals, value = arg.partition("=")
+        if name in names:
+            found = value if equals else (args[index + 1] if index + 1 < len(args) else "")
+    return found
+
+
 def flag_names(args: list[str]) -> set[str]:
     """The flags an argv gives, without values, in their `--dash-spelling`."""
     return {flag_key(arg.split("=", 1)[0]) for arg in args if arg.startswith("-")}
@@ -149,7 +159,7 @@ def _store(values: dict[str, object], field: str, parsed: object) -> None:
 
 
 def flag_key(name: str) -> str:
-    """`--max_model_len` is `--max-model-len`; a dotted JSON key keeps its `_`."""
+    """`--some_flag` is `--some-flag`; a dotted JSON key keeps its `_`."""
     if not name.startswith("--"):
         return name
     head, dot, tail = name.partition(".")

@@ -3,8 +3,8 @@
 Called by `fleet.plan` for the seats it would create or replace: the host must be
 reachable, the model directory must exist there, the seat must fit in the GPUs' observed
 free memory (weights from the seat's last logged figure, else the model's size on disk,
-plus its KV budget and a fixed engine overhead), and the image's vLLM must know every flag
-fleet renders (e.g. --kv-cache-memory-bytes came in vLLM 0.11).
+plus its KV budget and a fixed engine overhead), and the image's engine release must know
+every flag fleet renders (`Engine.unsupported_flags`: each engine's flags and releases).
 
 From the predictions (`fleet.plan.predict`, `fleet.plan.fit`), what the engine or the
 health gate would refuse: a context above what config.json allows (unless the seat's env

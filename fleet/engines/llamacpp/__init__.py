@@ -11,9 +11,10 @@ engine-neutral `EngineReport`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from fleet.engines.base import MetricNames, SeatLine, Shape
+from fleet.engines.kv import KvSettings
 from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import parse_args as parse_args
@@ -176,6 +177,11 @@ def import_lines(args: EngineArgs) -> list[SeatLine]:
 def fixed_kv_tokens(seat: Seat) -> int | None:
     """Every slot holds a whole context: context x parallel cells."""
     return seat.context * slots(seat)
+
+
+def kv_settings(args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings:
+    """The defaults: plan does not lay out a llama.cpp cache (its cells are fixed)."""
+    return KvSettings()
 
 
 def explain(text: str) -> dict[str, object] | None:

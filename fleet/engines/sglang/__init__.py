@@ -14,7 +14,10 @@ serves the `sglang:` Prometheus names drain, bench and the reconcile loop read
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fleet.engines.base import MetricNames, SeatLine, Shape
+from fleet.engines.kv import KvSettings, read_kv_settings
 from fleet.engines.report import EngineReport
 from fleet.engines.sglang.argv import MODULE
 from fleet.engines.sglang.argv import OWN_FLAGS as OWN_FLAGS
@@ -156,6 +159,13 @@ def import_lines(args: EngineArgs) -> list[SeatLine]:
 def fixed_kv_tokens(seat: Seat) -> int | None:
     """None: the fraction, the GPU and the model decide (the log says it)."""
     return None
+
+
+def kv_settings(args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings:
+    """`--kv-cache-dtype` and `--pipeline-parallel-size` (`--pp-size`) of an SGLang argv."""
+    return read_kv_settings(
+        args, dtype=("--kv-cache-dtype",), pipeline=("--pipeline-parallel-size", "--pp-size")
+    )
 
 
 def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
