@@ -64,7 +64,9 @@ class Engine(Protocol):
     (`version`: the image's or the log's, None when not known).
     `speculative_counts` turns /metrics samples (summed over labels) into the counters
     bench takes deltas of: `accepted` draft tokens, proposed `draft_tokens`, `drafts`
-    (verify steps); empty where the engine exports none.
+    (verify steps); empty where the engine exports none. `lacks_mtp_layers`: a method that
+    drafts with the model's own MTP layers is asked of a model without them (`layers` from
+    config.json, else the engine's model families).
     """
 
     NAME: str
@@ -110,6 +112,14 @@ class Engine(Protocol):
     def fixed_kv_tokens(self, seat: Seat) -> int | None: ...
 
     def kv_settings(self, args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings: ...
+
+    def lacks_mtp_layers(
+        self,
+        method: str,
+        model_types: tuple[str | None, ...],
+        architecture: str | None,
+        layers: int | None,
+    ) -> bool: ...
 
     def speculative_counts(self, samples: dict[str, float], seat: Seat) -> dict[str, float]: ...
 

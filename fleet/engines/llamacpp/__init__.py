@@ -245,3 +245,13 @@ def _error_kind(line: str) -> ErrorKind:
 def unsupported_flags(seat: Seat, version: tuple[int, int, int]) -> list[str]:
     """llama.cpp builds are numbered, not released with flag changes fleet tracks."""
     return []
+
+
+def lacks_mtp_layers(
+    method: str,
+    model_types: tuple[str | None, ...],
+    architecture: str | None,
+    layers: int | None,
+) -> bool:
+    """False: llama.cpp drafts with a separate model only."""
+    return False

@@ -191,3 +191,13 @@ def explain(text: str) -> dict[str, object] | None:
 def unsupported_flags(seat: Seat, version: tuple[int, int, int]) -> list[str]:
     """Every flag fleet renders is in the 0.5 releases."""
     return []
+
+
+def lacks_mtp_layers(
+    method: str,
+    model_types: tuple[str | None, ...],
+    architecture: str | None,
+    layers: int | None,
+) -> bool:
+    """False: SGLang's NEXTN drafts with its own MTP layers, unchecked."""
+    return False
