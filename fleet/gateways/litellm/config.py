@@ -1,8 +1,10 @@
 """Read a LiteLLM proxy config: its aliases, their backends, and which fleet manages.
 
-A fact parser (text of the config file in, frozen models out) used by observation, plan
-and the gateway renderer. fleet marks the entries it manages with a `model_info.id` of the
-form `fleet:<seat>:<alias>`; every other entry is foreign and never touched.
+A parser (text of the config file in, the neutral `fleet.observed.gateway_config` models
+out) that observation, plan and the splicer reach through the LiteLLM gateway kind. An
+entry is a `model_list` item (`model_name`, `litellm_params`); fleet marks the entries it
+manages with a `model_info.id` of the form `fleet:<seat>:<alias>`; every other entry is
+foreign and never touched.
 `read_config` parses a text once (libyaml where it can promise ruamel.yaml's reading,
 ruamel.yaml elsewhere) and keeps the last few documents by their exact text, so that
 observe, plan and the renderer's edits and check share one parse of the same config.
@@ -14,50 +16,9 @@ from functools import lru_cache
 from io import StringIO
 from typing import Any
 
-from pydantic import Field
-
-from fleet.base import CoreModel
 from fleet.errors import GatewayError
-from fleet.names import is_managed_entry
+from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.yaml_reader import YamlDoc, plain, read_yaml
-
-
-class GatewayEntry(CoreModel):
-    """One `model_list` entry: an alias and where it routes."""
-
-    alias: str
-    model: str | None = None
-    api_base: str | None = None
-    entry_id: str | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
-    info: dict[str, Any] = Field(default_factory=dict)  # model_info but its id
-    line: int | None = None
-
-    @property
-    def managed(self) -> bool:
-        """True when fleet owns this entry."""
-        return is_managed_entry(self.entry_id)
-
-    @property
-    def seat(self) -> str | None:
-        """The seat a managed entry was written for."""
-        if not self.managed or self.entry_id is None:
-            return None
-        return self.entry_id.split(":")[1]
-
-
-class GatewayConfig(CoreModel):
-    """The parsed config: entries in file order and the fallbacks."""
-
-    entries: tuple[GatewayEntry, ...] = ()
-    fallbacks: dict[str, tuple[str, ...]] = Field(default_factory=dict)
-
-    def by_alias(self) -> dict[str, GatewayEntry]:
-        """First entry per alias (LiteLLM load-balances duplicates; fleet writes one)."""
-        found: dict[str, GatewayEntry] = {}
-        for entry in self.entries:
-            found.setdefault(entry.alias, entry)
-        return found
 
 
 def load_tree(text: str) -> Any:

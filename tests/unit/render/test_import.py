@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from fleet.engines import validate_fleet
+from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.observed.assemble import assemble_host
-from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import Observation, ObservedGateway
 from fleet.plan.plan import make_plan
 from fleet.render.desired_files import HostAccess, import_fleet
