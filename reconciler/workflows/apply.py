@@ -16,6 +16,7 @@ from fleet.errors import ApplyError, FleetError, PlanError
 from fleet.gateways import kind_of
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
+from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
@@ -196,7 +197,7 @@ def rollback(
             reporter.step(f"{host_name}: remove new seat {service}")
             _try(restored, runtime.remove_seat, conn, desired, host, service)
         runtime.restore(conn, host, previous)
-        restored.append(f"compose file on {host_name}")
+        restored.append(f"{runtime_for(host).RESTORED} on {host_name}")
         for container in undo.adopted[host_name]:
             reporter.step(f"{host_name}: start the hand-made container {container} again")
             _try(restored, hand_made(host).start_hand_made, conn, container)
