@@ -2,12 +2,13 @@
 
 Each engine module under `fleet.engines` declares its own program detection and flag
 table; `fleet.engines.parse_engine_argv` finds the engine an argv starts and reads it with
-that table through `read_flags` here. Called with `docker inspect`'s `Path` + `Args` (or
-the process's `/proc/<pid>/cmdline`) to check that a running seat carries every flag its
-spec implies, and by the inventory to report what really runs. `--flag value` and
-`--flag=value` alike, and the `--flag_name` spelling. Sizes follow `human_readable_int`:
-`40k` is decimal, `40K` binary (`10G` = 10 GiB); `10GiB` is not a size here. Every
-argument not understood is kept verbatim, in order, in `extra`.
+that table through `read_flags` here. Called with the argv a host's runtime reports of a
+seat (a container's `Path` + `Args`, or the process's `/proc/<pid>/cmdline`) to check that
+a running seat carries every flag its spec implies, and by the inventory to report what
+really runs. `--flag value` and `--flag=value` alike, and the `--flag_name` spelling.
+Sizes follow `human_readable_int`: `40k` is decimal, `40K` binary (`10G` = 10 GiB);
+`10GiB` is not a size here. Every argument not understood is kept verbatim, in order, in
+`extra`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,8 @@ the literal text of its log patterns. None may appear in a .py file of `fleet/` 
 `reconciler/` outside `fleet/engines/`, so a third engine's words cannot leak into plan,
 the workflows or the CLI unseen, and the list cannot go stale: a new flag or metric in an
 engine's package is checked the day it is added. The same holds for each host runtime's
-own words outside `fleet/runtimes/` and `reconciler/runtimes/`.
+own words (the Docker commands the compose runtime runs) outside `fleet/runtimes/` and
+`reconciler/runtimes/`, but for a short list of files that say why.
 """
 
 from __future__ import annotations
@@ -125,3 +126,45 @@ def test_a_metric_name_in_a_workflow_is_found(tmp_path: Path) -> None:
     assert [f.split(": ", 1)[1] for f in leaks(words, iter([drain]))] == [
         "vllm:num_requests_running"
     ]
+
+
+# The Docker commands a compose runtime may run: the runtime's words are those of them its
+# packages use (`docker ps`, `docker compose`, ...), read off their source below.
+DOCKER_VERBS = re.compile(
+    r"docker (?:compose|image inspect|inspect|logs|ps|restart|rm|start|stop|exec|run|kill)\b"
+)
+RUNTIME_HOMES = ("fleet/runtimes", "reconciler/runtimes")
+# Files outside the runtimes that may name a Docker command, and why (each is neutral or
+# owned by the runtime through a layer it cannot live in):
+RUNTIME_WORDS_ALLOWED = {
+    # the parser of `docker inspect` JSON: a fact parser sits in fleet/facts, below the
+    # runtimes; the compose runtime owns the command that prints it
+    "fleet/facts/docker_inspect.py",
+    # the schema's description of `runtime: compose` (docker compose), shown to users
+    "fleet/spec/models.py",
+    # the names fleet writes on hosts, each once: compose's own project and service labels
+    "fleet/names.py",
+    # an imported seat file's note on where its image came from (a recorded golden)
+    "fleet/render/imported_seat.py",
+}
+
+
+def runtime_words() -> set[str]:
+    words: set[str] = set()
+    for home in RUNTIME_HOMES:
+        for path in (REPO / home).rglob("*.py"):
+            words |= set(DOCKER_VERBS.findall(path.read_text()))
+    return words
+
+
+def test_runtime_words_are_read_off_the_runtimes() -> None:
+    assert {"docker compose", "docker ps", "docker logs"} <= runtime_words()
+
+
+def test_no_docker_command_outside_the_runtimes() -> None:
+    outside = (
+        path
+        for path in sources(*RUNTIME_HOMES)
+        if path.relative_to(REPO).as_posix() not in RUNTIME_WORDS_ALLOWED
+    )
+    assert leaks(runtime_words(), outside) == []

@@ -1,6 +1,6 @@
 """Facts from a llama.cpp `llama-server` log: context, slots, KV buffer, model, offload.
 
-Called by the reconciler on the log of a llama-server seat (journal or `docker logs`) and
+Called by the reconciler on the log of a llama-server seat (journal, container log) and
 by `fleet explain log`. Reads the classic format (`llama_context: n_ctx = 6912`,
 `llama_kv_cache: CUDA0 KV buffer size = 135.00 MiB`) and the timestamped `-lv` format of
 newer builds (`0.22.632.867 I srv load_model: initializing, n_slots = 1, ...`), which

@@ -1,6 +1,6 @@
 """Facts from a vLLM startup log: what the engine itself said about a seat.
 
-Called by the reconciler on `docker logs` of an engine container (the apply health gate
+Called by the reconciler on an engine's log as its runtime reads it (the apply health gate
 reads `kv_cache_tokens` from here) and by `fleet explain log`. The formats differ across
 releases (V0 `# GPU blocks`, V1 `GPU KV cache size: N tokens`, the 0.29 one-line KV
 report, the ASCII-art banner since 0.16); lines carry process prefixes such as
