@@ -111,9 +111,11 @@ CASES: list[Case] = [
         "gpu-processes-and-their-cgroups",
         GPU_PROCESSES,
         lambda root: (),
-        {"nvidia-smi": nvidia_smi("/dev/null", 0, apps="4242, GPU-abc, 794")},
+        # a pid above Linux's largest pid_max (2**22): no such process on the machine the
+        # test runs on, so its /proc/<pid>/cgroup reads empty (4242 was a real one once)
+        {"nvidia-smi": nvidia_smi("/dev/null", 0, apps="4194305, GPU-abc, 794")},
         lambda fact: ([(p.pid, p.gpu_uuid, p.used_memory_mib) for p in fact.listed], fact.cgroups),
-        ([(4242, "GPU-abc", 794)], {4242: ""}),
+        ([(4194305, "GPU-abc", 794)], {4194305: ""}),
     ),
     (
         "models-dir-config-and-lineage",
