@@ -2,10 +2,9 @@
 
 Called by `fleet.render.desired_files` through the LiteLLM gateway kind. An entry whose
 `api_base` is an imported seat's address and port (`where`) becomes one of that seat's
-aliases; its extra `litellm_params` become
-`alias_params` (a literal key is replaced by an `os.environ/` reference); the provider
-prefix is the one those entries use. Every other entry stays foreign: fleet never
-touches it.
+aliases; its extra `litellm_params` become `alias_params` (a literal key is replaced by an
+`os.environ/` reference); the provider prefix is the one those entries use. Every other
+entry stays foreign: fleet never touches it.
 """
 
 from __future__ import annotations
