@@ -168,3 +168,11 @@ def test_no_docker_command_outside_the_runtimes() -> None:
         if path.relative_to(REPO).as_posix() not in RUNTIME_WORDS_ALLOWED
     )
     assert leaks(runtime_words(), outside) == []
+
+
+@pytest.mark.parametrize("engine", ENGINE_MODULES)
+def test_no_module_outside_the_engines_imports_an_engine(engine: ModuleType) -> None:
+    """Plan, the workflows and the CLI reach an engine through `fleet.engines` only."""
+    name = engine.__name__
+    words = {name, f"from fleet.engines import {name.rsplit('.', 1)[1]}"}
+    assert leaks(words, sources("fleet/engines")) == []
