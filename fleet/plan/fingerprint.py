@@ -68,7 +68,9 @@ def _model_print(host: ObservedHost, model: str) -> str:
     if path in host.missing_paths:
         return "missing"
     info = host.models.get(path)
-    return f"present {_sha(info.model_dump_json())}" if info is not None else "present"
+    if info is None:
+        return "present"
+    return f"present {_sha(info.model_dump_json(exclude={'files'}))}"  # not its files' atimes
 
 
 def moved(saved: dict[str, str], now: dict[str, str]) -> list[str]:
