@@ -58,7 +58,7 @@ class RecordedFile(CoreModel):
     sha256: str | None = None
 
 
-_FILE_LINE = re.compile(r"^(?P<size>\d+) (?P<sha>[0-9a-f]{64}|-) (?P<path>.*)$")
+_FILE_LINE = re.compile(r"^(?P<size>\d+) (?P<sha>[0-9a-f]{64}|-)(?: (?P<path>.*))?$")
 
 
 def file_line(path: str, size: int, sha256: str | None) -> str:
@@ -72,7 +72,7 @@ def recorded_files(provenance: Provenance) -> dict[str, RecordedFile] | None:
     for line in provenance.free_text.split("\n"):
         if match := _FILE_LINE.match(line):
             sha = None if match["sha"] == "-" else match["sha"]
-            files[match["path"]] = RecordedFile(size=int(match["size"]), sha256=sha)
+            files[match["path"] or ""] = RecordedFile(size=int(match["size"]), sha256=sha)
     return files or None
 
 

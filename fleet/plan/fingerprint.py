@@ -32,6 +32,11 @@ def fingerprint(
             gateway = observation.gateway
             prints["gateway/config"] = _sha(gateway.config_text or "") if gateway else "absent"
             continue
+        if action.kind is ActionKind.FETCH_MODEL:
+            host = observation.hosts.get(action.host)
+            key = f"host/{action.host}/model/{action.target}"
+            prints[key] = _model_print(host, action.target) if host else "not observed"
+            continue
         prints.update(_seat_prints(desired, observation, action))
     return dict(sorted(prints.items()))
 
