@@ -22,6 +22,7 @@ from fleet.spec.models import DesiredFleet, Seat
 
 PARTIAL_SUFFIX = ".partial"
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
+LISTING_TIMEOUT = 60  # seconds a store may take to list a model (every observe asks)
 
 
 def fetches(desired: DesiredFleet) -> dict[tuple[str, str], tuple[ModelOrigin, list[Seat]]]:
@@ -69,7 +70,8 @@ def source_listing(origin: ModelOrigin, stores: Mapping[str, ModelStore]) -> str
         )
     store = stores[origin.store or ""]
     remote = shlex.join(["find", origin.location, "-type", "f", "-printf", r"%P\t%s\n"])
-    return shlex.join([*_ssh(store), f"{store.user}@{store.address}", remote])
+    words = ["timeout", str(LISTING_TIMEOUT), *_ssh(store), f"{store.user}@{store.address}"]
+    return shlex.join([*words, remote])
 
 
 def copy_command(origin: ModelOrigin, stores: Mapping[str, ModelStore], path: str) -> str:

@@ -134,7 +134,7 @@ PREFIXES = ("timeout ", "set -- ", "cd ", "sha256sum ", "mv -T ", "du -sb ", "rm
 def run(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
     """One of the model commands (those starting with one of `PREFIXES`)."""
     words = shlex.split(command.split(" 2>/dev/null")[0].split("; find")[0])
-    if words[0] == "timeout":
+    if words[0] == "timeout" and words[2] == "sh":
         return copy(host, words[4], stdin)
     if words[0] == "set":
         files = host.partial.get(words[2], {})

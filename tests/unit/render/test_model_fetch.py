@@ -59,7 +59,7 @@ def test_copy_command(origin: ModelOrigin, path: str, expected: str) -> None:
 def test_store_listing_is_one_ssh_command_with_the_remote_find_quoted() -> None:
     origin = ModelOrigin(source="store:nas:/srv/models/My Model")
     words = shlex.split(model_fetch.source_listing(origin, STORES))
-    assert words[:-1] == [*shlex.split(SSH), "models@10.0.0.9"]
+    assert words[:-1] == ["timeout", "60", *shlex.split(SSH), "models@10.0.0.9"]
     assert shlex.split(words[-1]) == [
         "find",
         "/srv/models/My Model",
