@@ -125,6 +125,22 @@ class ModelOrigin(CoreModel):
         return None
 
 
+def path_or_mapping(schema: dict[str, Any]) -> None:
+    """`fleet schema seat`: `model` is a path, or a mapping of the path and its origin."""
+    text = {"type": "string"}
+    origin = {k: text for k in ("path", "source", "revision", "sha256", "token")}
+    schema.pop("type", None)
+    schema["anyOf"] = [
+        text,
+        {
+            "type": "object",
+            "required": ["path", "source"],
+            "properties": {**origin, "manifest": {"type": "object"}},
+            "additionalProperties": False,
+        },
+    ]
+
+
 def split_model_mapping(data: Any) -> Any:
     """A seat's data with `model: {path, source, ...}` split into `model` (the path) and
     `model_origin` (the rest); anything else unchanged."""

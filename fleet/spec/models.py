@@ -10,9 +10,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
-from fleet.spec.model_origin import ModelOrigin, ModelStore, split_model_mapping
+from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
 from fleet.units import ByteSize
 
 
@@ -168,8 +169,11 @@ class Seat(CoreModel):
         "vllm", description="Engine kind: one of fleet's engine modules (vllm, llama.cpp, ...)."
     )
     image: str = Field(description="Image reference, pinned: repo:tag[@sha256:digest].")
-    model: str = Field(description="Model directory (or GGUF file) on the host.")
-    model_origin: ModelOrigin | None = Field(
+    model: str = Field(
+        description="Model directory (or GGUF file) on the host, or {path, source, ...}.",
+        json_schema_extra=path_or_mapping,
+    )
+    model_origin: SkipJsonSchema[ModelOrigin | None] = Field(
         None, description="Written as `model: {path, source, ...}`: how to fetch it."
     )
     served_name: str = Field(description="Name the engine serves the model under.")

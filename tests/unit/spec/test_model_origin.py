@@ -152,3 +152,13 @@ def test_pinned_sources_are_clean() -> None:
         ),
     ]
     assert [str(p) for p in problems_after(edits)] == []
+
+
+def test_schema_offers_the_path_or_the_mapping() -> None:
+    from fleet.report.schema import fleet_schema
+
+    seat = fleet_schema("seat")
+    kinds = [option["type"] for option in seat["properties"]["model"]["anyOf"]]
+    assert kinds == ["string", "object"]
+    assert seat["properties"]["model"]["anyOf"][1]["required"] == ["path", "source"]
+    assert "model_origin" not in seat["properties"], "written under model:, never on its own"
