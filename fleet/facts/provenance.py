@@ -63,7 +63,7 @@ _FILE_LINE = re.compile(r"^(?P<size>\d+) (?P<sha>[0-9a-f]{64}|-)(?: (?P<path>.*)
 
 def file_line(path: str, size: int, sha256: str | None) -> str:
     """One file's line in a provenance file fleet writes."""
-    return f"{size} {sha256 or '-'} {path}"
+    return f"{size} {sha256 or '-'}" + (f" {path}" if path else "")  # '': a single file
 
 
 def recorded_files(provenance: Provenance) -> dict[str, RecordedFile] | None:

@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 
 from fleet.errors import ApplyError
+from fleet.facts.provenance import RecordedFile, parse_provenance, recorded_files
 from fleet.spec.load import load_fleet
+from fleet.spec.model_origin import ModelOrigin
 from fleet.spec.models import DesiredFleet
 from reconciler.host import CommandResult
 from reconciler.workflows.fetch import FetchOptions, fetch_model
 from tests.fakes.clock import FakeClock
 from tests.fakes.host import FakeHost
-from tests.fakes.models import FakeStore, copy
+from tests.fakes.models import FakeStore, copy, fake_digest
 
 DESIRED = Path(__file__).resolve().parents[3] / "desired"
 PATH = "/models/TinyLlama-1.1B-Chat-FP8"
@@ -82,3 +84,24 @@ def test_a_copy_past_its_bound_is_stopped_and_resumable() -> None:
     with pytest.raises(ApplyError, match="did not finish within 60s; the next apply resumes it"):
         fetch_model(host, fleet, "tower", PATH, origin, options, Steps())
     assert PATH not in host.models
+
+
+def test_a_gguf_file_is_copied_checked_by_its_digest_and_renamed() -> None:
+    fleet, host = desired(), FakeHost("tower")
+    size = 4_683_074_208
+    host.stores["10.0.0.9"] = FakeStore("10.0.0.9", models={"/srv/q4.gguf": {"": size}})
+    good = ModelOrigin(source="store:nas:/srv/q4.gguf", sha256=fake_digest("", size))
+    options = FetchOptions(progress_every=1, clock=FakeClock())
+    bad = good.model_copy(update={"sha256": "f" * 64})
+    with pytest.raises(ApplyError, match=r"/models/q4.gguf on tower does not match its source: "):
+        fetch_model(host, fleet, "tower", "/models/q4.gguf", bad, options, Steps())
+    assert "/models/q4.gguf" not in host.models and host.partial, "kept for the next apply"
+    fetch_model(host, fleet, "tower", "/models/q4.gguf", good, options, Steps())
+    assert host.models["/models/q4.gguf"] == {"": size}
+    lineage = host.files["/models/q4.gguf.PROVENANCE.txt"]
+    assert lineage.endswith(
+        f"\nFiles: 1\nSize: {size}\n# files: size, sha256 (or -), path\n"
+        f"{size} {fake_digest('', size)}\n"
+    )
+    recorded = recorded_files(parse_provenance(lineage))
+    assert recorded == {"": RecordedFile(size=size, sha256=fake_digest("", size))}
