@@ -85,8 +85,10 @@ def _summary(desired: DesiredFleet, host: ObservedHost, path: str, origin: Model
 def fetch_blockers(
     desired: DesiredFleet, observation: Observation, actions: list[Action]
 ) -> Iterator[Blocker]:
-    """Why a planned fetch cannot succeed: its source, or the room it needs."""
+    """Why a planned fetch cannot succeed: its source, or the room it needs (the fetches
+    to one host counted together, in plan order)."""
     plans = fetches(desired)
+    taken: dict[str, int] = {}  # host -> bytes the fetches before this one need there
     for action in actions:
         if action.kind is not ActionKind.FETCH_MODEL:
             continue
@@ -94,22 +96,25 @@ def fetch_blockers(
         origin = plans[(action.host, action.target)][0]
         listing = host.sources.get(action.target)
         if listing is not None and listing.error is not None:
-            yield Blocker(
-                target=action.target,
-                message=f"source {origin.source} is unreachable from {action.host}: "
-                f"{listing.error}",
+            yield _blocker(
+                action, f"source {origin.source} is unreachable from {action.host}: {listing.error}"
             )
             continue
-        needed = _needed(host, action.target, origin)
         if host.disk is None:
-            yield Blocker(
-                target=action.target,
-                message=f"free space on {action.host}'s models root could not be read (df)",
-            )
-        elif needed is not None and needed > host.disk.available:
-            yield Blocker(
-                target=action.target,
-                message=f"needs {human_bytes(needed)} on {action.host} but {host.disk.mount} "
-                f"has {human_bytes(host.disk.available)} free ({needed} > "
+            yield _blocker(action, f"free space on {action.host}'s models root could not be read")
+            continue
+        needed = _needed(host, action.target, origin) or 0
+        before = taken.get(action.host, 0)
+        taken[action.host] = before + needed
+        if before + needed > host.disk.available:
+            others = f" ({human_bytes(before)} more for the fetches before it)" if before else ""
+            yield _blocker(
+                action,
+                f"needs {human_bytes(needed)} on {action.host}{others} but {host.disk.mount} "
+                f"has {human_bytes(host.disk.available)} free ({before + needed} > "
                 f"{host.disk.available} bytes)",
             )
+
+
+def _blocker(action: Action, message: str) -> Blocker:
+    return Blocker(target=action.target, message=message)

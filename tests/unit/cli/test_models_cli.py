@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from fleet.facts.provenance import parse_provenance, recorded_files
+from reconciler.host import CommandResult
 from tests.fakes.models import FakeStore, fake_digest
 from tests.unit.cli.fake_fleet import MASTER_KEY, FakeFleet, make_fleet
 
@@ -93,6 +94,17 @@ def test_unreachable_store_is_a_blocker(fake: FakeFleet) -> None:
         f"source store:nas:{SOURCE} is unreachable from tower: "
         "ssh: connect to host 10.0.0.9 port 22: Connection refused"
     ) in plan.stdout
+
+
+def test_a_copy_past_its_bound_is_stopped(fake: FakeFleet) -> None:
+    tower = fake.hosts["tower"]
+    tower.commands["timeout 5 sh -c"] = lambda _: CommandResult(124, "", "")
+    failed = fake.fleet("apply", "--auto-approve", "--fetch-timeout", "5")
+    assert failed.returncode == 1
+    assert f"copy of {PATH} on tower did not finish within 5s; the next apply resumes it" in (
+        failed.stderr
+    )
+    assert PATH not in tower.models and tower.started == []
 
 
 def test_interrupted_copy_leaves_no_model_and_the_next_apply_resumes(fake: FakeFleet) -> None:
@@ -200,3 +212,25 @@ def test_models_lists_and_prune_frees_exactly_the_unused_one(
     assert "Pruned 1 model(s), freed 65.5 GB." in pruned.stdout
     assert sorted(tower.models) == [PATH]
     assert [p for kind, p in tower.journal if kind == "removed"] == ["/models/Qwen3-32B-retired"]
+
+
+def test_fetches_to_one_host_are_counted_together(tmp_path: Path) -> None:
+    two = make_fleet(tmp_path, seats=("coder", "embed"))
+    two.edit("fleet.yaml", "name: lab-fleet\n", "name: lab-fleet\n" + STORE)
+    for seat, path in (("coder", PATH), ("embed", "/models/stories42M-embed")):
+        two.edit(
+            f"seats/{seat}.yaml",
+            f"model: {path}",
+            f"model:\n  path: {path}\n  source: store:nas:{SOURCE}\n  revision: r1",
+        )
+    tower = two.hosts["tower"]
+    tower.missing |= {PATH, "/models/stories42M-embed"}
+    tower.stores["10.0.0.9"] = FakeStore("10.0.0.9", models={SOURCE: dict(FILES)})
+    tower.disk_free = 1_500_000_000  # room for one copy, not two
+    plan = two.fleet("plan")
+    assert "Plan: 2 models to fetch, 2 to create" in plan.stdout
+    assert f"{PATH}: needs" not in plan.stdout, "the first fits"
+    assert (
+        "/models/stories42M-embed: needs 1.1 GB on tower (1.1 GB more for the fetches before "
+        "it) but /models has 1.5 GB free (2203601326 > 1500000000 bytes)"
+    ) in plan.stdout
