@@ -27,7 +27,7 @@ definition, start, stop, replace, remove, restart, read a log, find a port) is i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from fleet.engines import validate_fleet as validate_engines
 from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
@@ -58,15 +58,20 @@ def runtime_for(host: Host | str) -> Runtime:
     return RUNTIMES[host if isinstance(host, str) else host.runtime]
 
 
-def host_script(host: Host, model_paths: Iterable[str]) -> str:
+def host_script(
+    host: Host,
+    model_paths: Iterable[str],
+    sources: Mapping[str, tuple[str, str]] | None = None,
+) -> str:
     """The fact script of a host: its GPUs, what its runtime reports of its seats, its
-    models, its apply lock and journal (one round trip)."""
+    models (and the sources of those a fetch would fill), its apply lock and journal
+    (one round trip)."""
     return script(
         (
             GPUS.entry(),
             GPU_PROCESSES.entry(),
             *runtime_for(host).host_facts(host),
-            *host_entries(host.models_root, list(model_paths), host.compose_dir),
+            *host_entries(host.models_root, list(model_paths), host.compose_dir, sources),
         )
     )
 

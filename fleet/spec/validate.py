@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from fleet import secrets
 from fleet.spec.images import parse_image
 from fleet.spec.load import LoadedFleet, Sources
+from fleet.spec.model_rules import check_model_origins
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, ImagePolicy, Seat
 from fleet.spec.problems import Problem, sort_problems
 from fleet.spec.seat_rules import check_memory, check_speculative, seat_file
@@ -188,4 +189,5 @@ RULES: tuple[Rule, ...] = (
     check_memory,
     check_speculative,
     check_ranges,
+    check_model_origins,
 )

@@ -1,4 +1,5 @@
-"""Execute a plan: seats behind health gates (hosts concurrently), the gateway, removals.
+"""Execute a plan: model fetches (`reconciler.workflows.fetch`), seats behind health gates
+(hosts concurrently), the gateway, removals.
 
 Called by `fleet apply`. Every touched host is locked first. A seat counts as changed only
 once its health gate passes; gateway aliases move only after their seats are healthy. On
@@ -25,6 +26,7 @@ from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.drain import drain
+from reconciler.workflows.fetch import FetchOptions, apply_fetch_wave
 from reconciler.workflows.seat_wave import Reporter, Undo, apply_seat_wave, by_host
 
 
@@ -35,6 +37,7 @@ class ApplyOptions:
     seat_timeout: float = 900.0
     gateway_timeout: float = 120.0
     drain_timeout: float = 120.0
+    fetch_timeout: float = 6 * 3600.0
     clock: Clock = SYSTEM_CLOCK
 
 
@@ -89,6 +92,8 @@ def _run(
     undo = Undo()
     done: list[str] = []
     try:
+        fetching = FetchOptions(timeout=options.fetch_timeout, clock=options.clock)
+        done += apply_fetch_wave(desired, connections, plan.actions, fetching, reporter)
         done += apply_seat_wave(
             desired,
             connections,
