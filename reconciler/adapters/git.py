@@ -56,7 +56,9 @@ def commit_files(paths: list[Path], message: str, *, push: bool = False) -> str:
     try:
         with repo.git.custom_environment(**_identity(repo)):
             repo.git.add("--", *relative)
-            repo.git.commit("-m", message, "--only", "--", *relative)
+            # the message is the record of what an apply did, even when the inventory
+            # reads as it did (an apply rolled back to what was committed)
+            repo.git.commit("-m", message, "--allow-empty", "--only", "--", *relative)
         if push:
             _push(repo)
     except (git.GitCommandError, ValueError, OSError) as err:

@@ -92,6 +92,9 @@ def apply(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds a seat may take to become healthy.")
     ] = 900.0,
+    fetch_timeout: Annotated[
+        float, typer.Option("--fetch-timeout", help="Seconds a model fetch may take.")
+    ] = 6 * 3600.0,
     allow_dirty: Annotated[
         bool,
         typer.Option(
@@ -127,7 +130,12 @@ def apply(
             raise PlanError(f"{len(plan.blockers)} blocker(s): apply refuses this plan")
         _confirm(plan, auto_approve)
         with catching_signals() as interrupt:
-            options = ApplyOptions(seat_timeout=timeout, clock=clock_of(ctx), interrupt=interrupt)
+            options = ApplyOptions(
+                seat_timeout=timeout,
+                fetch_timeout=fetch_timeout,
+                clock=clock_of(ctx),
+                interrupt=interrupt,
+            )
             try:
                 done = apply_plan(
                     repo.desired, connections, plan, options, TerminalReporter(output)

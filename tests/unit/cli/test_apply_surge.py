@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.observed.gateway_config import parse_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
 from tests.fakes.gateway import FakeGateway
 from tests.unit.cli.fake_fleet import GATEWAY_CONFIG, MASTER_KEY, FakeFleet, make_fleet
 
