@@ -150,3 +150,15 @@ def test_seats_sharing_a_gpu_surge_one_at_a_time_and_a_recreate_never_overlaps(
     ]
     assert fake.front.unserved == []  # type: ignore[attr-defined]
     assert fake.fleet("plan").returncode == 0
+
+
+def test_a_seat_removed_after_a_surge_goes_from_its_second_port(two: FakeFleet) -> None:
+    two.edit("seats/coder.yaml", "context: 2048", "context: 4096")
+    assert two.fleet("apply", "--auto-approve").returncode == 0
+    assert "coder-b" in services(two)
+    (two.desired / "seats" / "coder.yaml").unlink()
+    two.edit("gateway.yaml", "code-legacy", "code-legacy")  # commits the removal too
+    result = two.fleet("apply", "--auto-approve", "--prune")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "coder-b" not in services(two) and "coder" not in services(two)
+    assert "coder-b:" not in two.hosts["tower"].files["/srv/fleet/compose.yaml"]
