@@ -5,9 +5,12 @@ host keeps its files in a dict, journals every operation like `HostConnection.jo
 and answers exactly the commands fleet issues through a table of handlers (regex ->
 function): the apply lock, `rm -f`, the journal's append, `mkdir -p`, one compose service
 `up -d --no-deps` / `rm --stop --force`, `docker ps` for a seat's port, `docker restart`
-and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`), plus what
-a test registers in `commands` (by prefix; `tests.fakes.gateway` does). Any other command
-raises AssertionError naming it, so a test sees a new command at once.
+and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`), systemd's
+`systemctl` / `journalctl` and the units' part of the fact script (`tests.fakes.units`:
+unit files in `files`, what systemd runs in `systemd`), plus what a test registers in
+`commands` (by prefix; `tests.fakes.gateway` does). Any other command raises
+AssertionError naming it, so a test sees a new command at once. `ggufs` are the GGUF
+files the fact script finds (path -> size and head), `docker=False` a host without Docker.
 
 `open_tcp` serves HTTP: what the test registered with `serve` for (address, port, path),
 else, when a running container publishes that port, what a healthy engine of its kind
@@ -40,6 +43,7 @@ from fleet.errors import HostError, HostUnreachable
 from reconciler.host import CommandResult, checked
 from tests.fakes.containers import FakeContainer, fact_output
 from tests.fakes.engines import engine_log, idle_metrics, served_name
+from tests.fakes.units import SYSTEMD_COMMANDS, FakeSystemd, processes, unit_sections
 
 Handler = Callable[["FakeHost", list[str], str | None], CommandResult]
 
@@ -109,6 +113,9 @@ class FakeHost:
     removed: list[str] = field(default_factory=list)
     routes: dict[tuple[str, int], dict[str, list[Reply]]] = field(default_factory=dict)
     commands: dict[str, Callable[[str], CommandResult]] = field(default_factory=dict)
+    systemd: FakeSystemd = field(default_factory=FakeSystemd)
+    ggufs: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # path -> size, head
+    docker: bool = True  # False: a host without Docker (its engines run as systemd units)
     _pids: int = 4000
 
     def run(
@@ -187,13 +194,10 @@ class FakeHost:
         for container in self.containers.values():
             for bound, published, _ in container.ports:
                 if container.running and published == port and bound in (address, "0.0.0.0"):
-                    name = served_name(container.argv, container.service)
-                    models = {"object": "list", "data": [{"id": name, "object": "model"}]}
-                    return {
-                        "/health": [Reply(200)],
-                        "/v1/models": [Reply(200, json.dumps(models))],
-                        "/metrics": [Reply(200, idle_metrics(container.argv, name))],
-                    }
+                    return _engine_replies(container.argv, container.service)
+        for unit in self.systemd.units.values():  # a unit's engine listens on its --port
+            if unit.running and f"--port {port}" in " ".join(unit.argv):
+                return _engine_replies(unit.argv, unit.seat)
         return None
 
     def _failure(self, operation: str) -> CommandResult | None:
@@ -204,6 +208,17 @@ class FakeHost:
                     return CommandResult(int(status.split()[1]), "", stderr)
                 return CommandResult(1, "", message)
         return None
+
+
+def _engine_replies(argv: list[str], seat: str) -> dict[str, list[Reply]]:
+    """What a healthy engine started with `argv` answers."""
+    name = served_name(argv, seat)
+    models = {"object": "list", "data": [{"id": name, "object": "model"}]}
+    return {
+        "/health": [Reply(200)],
+        "/v1/models": [Reply(200, json.dumps(models))],
+        "/metrics": [Reply(200, idle_metrics(argv, name))],
+    }
 
 
 @dataclass
@@ -285,7 +300,17 @@ def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
     containers = host.containers
     if match := re.search(r"--filter 'label=fleet\.seat=([^']+)'", stdin):
         containers = {k: c for k, c in containers.items() if c.seat() == match.group(1)}
-    output = fact_output(containers, host.gpus, host.files, host.missing)
+    units = unit_sections(host, stdin) if "mark systemd-rc" in stdin else []
+    output = fact_output(
+        containers,
+        host.gpus,
+        host.files,
+        host.missing,
+        processes(host),
+        units,
+        host.ggufs,
+        host.docker,
+    )
     return CommandResult(0, output, "")
 
 
@@ -306,4 +331,5 @@ HANDLERS: list[tuple[re.Pattern[str], Handler]] = [
     (_pattern(r"docker restart WORD"), _restart),
     (_pattern(r"docker (stop|start|rm) WORD"), _by_hand),
     (_pattern(r"sh -s"), _facts),
+    *((_pattern(template), handler) for template, handler in SYSTEMD_COMMANDS),
 ]
