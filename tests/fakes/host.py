@@ -6,11 +6,12 @@ and answers exactly the commands fleet issues through a table of handlers (regex
 function): the apply lock, `rm -f`, the journal's append, `mkdir -p`, one compose service
 `up -d --no-deps` / `rm --stop --force`, `docker ps` for a seat's port, `docker restart`
 and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`), systemd's
-`systemctl` / `journalctl` and the units' part of the fact script (`tests.fakes.units`:
-unit files in `files`, what systemd runs in `systemd`), plus what a test registers in
-`commands` (by prefix; `tests.fakes.gateway` does). Any other command raises
-AssertionError naming it, so a test sees a new command at once. `ggufs` are the GGUF
-files the fact script finds (path -> size and head), `docker=False` a host without Docker.
+`systemctl` / `journalctl` (`tests.fakes.systemctl`) and the units' part of the fact
+script (`tests.fakes.units`: unit files in `files`, what systemd runs in `systemd`),
+plus what a test registers in `commands` (by prefix; `tests.fakes.gateway` does). Any
+other command raises AssertionError naming it, so a test sees a new command at once.
+`ggufs` are the GGUF files the fact script finds (path -> size and head), `docker=False`
+a host without Docker.
 
 `open_tcp` serves HTTP: what the test registered with `serve` for (address, port, path),
 else, when a running container publishes that port, what a healthy engine of its kind
@@ -35,61 +36,21 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http import HTTPStatus
 
 import yaml  # type: ignore[import-untyped]
 
 from fleet.errors import HostError, HostUnreachable
 from reconciler.host import CommandResult, checked
+from tests.fakes.channel import FakeChannel, Reply
 from tests.fakes.containers import FakeContainer, fact_output
 from tests.fakes.engines import engine_log, idle_metrics, served_name
-from tests.fakes.units import SYSTEMD_COMMANDS, FakeSystemd, processes, unit_sections
+from tests.fakes.systemctl import SYSTEMD_COMMANDS
+from tests.fakes.units import FakeSystemd, processes, unit_sections
 
 Handler = Callable[["FakeHost", list[str], str | None], CommandResult]
 
 _WORD = r"""((?:'[^']*'|"[^"]*"|[^\s'"<>|&;()])+)"""
 OK = CommandResult(0, "", "")
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One canned HTTP answer."""
-
-    status: int
-    body: str = ""
-
-
-@dataclass
-class FakeChannel:
-    """A TCP stream that answers one HTTP request from a route table."""
-
-    routes: dict[str, list[Reply]]
-    sent: bytearray = field(default_factory=bytearray)
-    timeout: float | None = None
-    closed: bool = False
-    _reply: bytes = b""
-
-    def settimeout(self, timeout: float | None, /) -> None:
-        self.timeout = timeout
-
-    def sendall(self, data: bytes, /) -> None:
-        self.sent += data
-        if b"\r\n\r\n" in self.sent and not self._reply:
-            path = self.sent.split(b" ", 2)[1].decode()
-            replies = self.routes.get(path) or [Reply(404, "not found")]
-            reply = replies.pop(0) if len(replies) > 1 else replies[0]
-            body = reply.body.encode()
-            self._reply = (
-                f"HTTP/1.1 {reply.status} {HTTPStatus(reply.status).phrase}\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            ).encode() + body
-
-    def recv(self, size: int, /) -> bytes:
-        chunk, self._reply = self._reply[:size], self._reply[size:]
-        return chunk
-
-    def close(self) -> None:
-        self.closed = True
 
 
 @dataclass

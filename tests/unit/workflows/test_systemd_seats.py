@@ -66,7 +66,7 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeFleet:
     gateway = fake.load().gateway
     assert gateway is not None
     proxy = FakeGateway(gateway, fake.hosts["gateway"].files[GATEWAY_CONFIG], fake.clock, 4000)
-    proxy.address = "192.168.10.30"
+    proxy.address, proxy.host.gpus = "192.168.10.30", 0
     proxy.host.commands["systemctl restart litellm"] = proxy.restart
     proxy.refresh()
     fake.hosts["gateway"] = proxy.host
@@ -106,8 +106,9 @@ def test_apply_writes_each_unit_reloads_starts_it_and_plans_zero(fleet: FakeFlee
     )
     assert reload_at < start_at
     assert fleet.fleet("plan").returncode == 0
-    inventory = ok(fleet, "inventory")
-    assert "fleet-coder.service" in inventory or "coder" in inventory
+    inventory = ok(fleet, "inventory")  # each GGUF header read: architecture, layers
+    assert "| `coder` | coder (/models/qwen3-32b-q4_k_m.gguf) | qwen3 | 64 |" in inventory
+    assert "| `big` | big (/models/qwen3-32b-q8_0.gguf) | qwen3 | 64 |" in inventory
 
 
 def test_a_change_restarts_only_its_unit_keeping_the_previous_one(fleet: FakeFleet) -> None:
@@ -223,3 +224,38 @@ def test_the_watchdog_restarts_a_stuck_unit_through_systemctl(fleet: FakeFleet) 
     assert gpu.systemd.units["fleet-coder.service"].pid != pid
     assert said.events[0][0] == "watchdog-restart" and said.events[0][1]["seat"] == "coder"
     assert fleet.fleet("plan").returncode == 0, "restarted in place, its unit unchanged"
+
+
+VLLM_HOST = """ssh: {alias: vllmbox}
+address: 192.168.10.34
+runtime: systemd
+gpus:
+  - {index: 0, name: NVIDIA GeForce RTX 3090, memory: 24576MiB}
+"""
+VLLM_SEAT = """host: vllmbox
+gpus: [0]
+engine: vllm
+image: /opt/vllm/bin/vllm
+model: /models/Llama-3.1-8B-Instruct
+served_name: llama8b
+context: 16384
+gpu_memory_utilization: 0.9
+port: 8090
+"""
+
+
+def test_a_vllm_seat_runs_as_a_vllm_serve_unit(fleet: FakeFleet) -> None:
+    fleet.hosts["vllmbox"] = FakeHost("vllmbox", gpus=1, docker=False)
+    (fleet.desired / "hosts" / "vllmbox.yaml").write_text(VLLM_HOST)
+    (fleet.desired / "seats" / "llama8b.yaml").write_text(VLLM_SEAT)
+    fleet.commit("a vLLM seat outside containers")
+    out = apply(fleet)
+    assert "seat llama8b healthy: serves llama8b" in out
+    host = fleet.hosts["vllmbox"]
+    unit = host.files[f"{UNITS}/fleet-llama8b.service"]
+    (exec_start,) = [ln for ln in unit.splitlines() if ln.startswith("ExecStart=")]
+    served = "ExecStart=/opt/vllm/bin/vllm serve /models/Llama-3.1-8B-Instruct "
+    assert exec_start.startswith(served)
+    assert "--served-model-name llama8b" in exec_start and "--port 8090" in exec_start
+    assert host.systemd.units["fleet-llama8b.service"].argv[:2] == ["/opt/vllm/bin/vllm", "serve"]
+    assert fleet.fleet("plan").returncode == 0
