@@ -7,6 +7,7 @@ over SSH, as fleet does: the lab's client key and the hosts' pinned host keys.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -265,6 +266,37 @@ def test_import_adopts_a_hand_made_unit_in_place_then_a_change_takes_it_over(
     assert taken == {"ActiveState": "inactive", "UnitFileState": "disabled"}
     wait_show(lab, "apu", f"fleet-{seat_file.stem}", "SubState", "running")
     assert repo.fleet("plan").returncode == 0
+
+
+VLLM_SEAT = """host: rtx3090
+gpus: [0]
+engine: vllm
+image: /usr/local/bin/vllm
+model: /models/TinyLlama-1.1B-Chat-FP8
+served_name: tiny
+context: 2048
+gpu_memory_utilization: 0.1
+concurrency_band: {min: 1.2, max: 64}
+port: 8073
+"""
+
+
+def test_a_vllm_seat_runs_as_a_vllm_serve_unit(
+    lab: Lab, systemd_hosts: list[SystemdHost], tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path, lab, seats=())
+    (repo.desired / "hosts" / "rtx3090.yaml").write_text(host_file(systemd_hosts[0]))
+    (repo.desired / "seats" / "tiny.yaml").write_text(VLLM_SEAT)
+    gateway = repo.desired / "gateway.yaml"  # no alias: the gateway is left as it is
+    gateway.write_text(re.sub(r"^retired_aliases:.*\n", "", gateway.read_text(), flags=re.M))
+    repo.commit("a vLLM seat as a unit")
+    assert "seat tiny healthy" in fleet_ok(repo, "apply", "--auto-approve", "--timeout", "120")
+    shown = show(lab, "rtx3090", "fleet-tiny", "ExecStart", "SubState")
+    assert "argv[]=/usr/local/bin/vllm serve /models/TinyLlama-1.1B-Chat-FP8 " in shown["ExecStart"]
+    assert shown["SubState"] == "running" and repo.fleet("plan").returncode == 0
+    repo.remove("seats/tiny.yaml")
+    fleet_ok(repo, "apply", "--auto-approve", "--prune", "--timeout", "120")
+    assert show(lab, "rtx3090", "fleet-tiny", "LoadState")["LoadState"] == "not-found"
 
 
 # -- the llama.cpp example fleet (examples/llamacpp-fleet/desired/) ----------------------

@@ -51,6 +51,7 @@ GPU_MODELS = (
     "qwen3-0.6b-q8_0.gguf",
     "not-a-model.gguf",
     "qwen3-32b-q4_k_m.gguf",  # the llama.cpp example fleet's coder
+    "TinyLlama-1.1B-Chat-FP8",  # for `vllm serve` as a unit
 )
 APU_MODELS = (*CPU_MODELS, "qwen3-14b-q4_k_m.gguf", "qwen3-8b-q4_k_m.gguf")  # and its mid, big
 ROLE = "nspawn"
