@@ -15,6 +15,7 @@ Takes the lab over (brought down at the end). Figures, not assertions.
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -91,6 +92,8 @@ def main() -> None:
     parser.add_argument("--only", action="append", default=[], help="scenario names to run")
     args = parser.parse_args()
     chosen = [s for s in SCENARIOS if not args.only or s.name in args.only]
+    # proxies start from a fresh interpreter, as on a real gateway (tests/lab/README.md)
+    os.environ.setdefault("FLEET_LAB_LITELLM_FORK", "0")
     lab = Lab()
     results = []
     with lab.locked():

@@ -88,6 +88,8 @@ def proxy_env(master_key: str) -> dict[str, str]:
         "LITELLM_TELEMETRY": "False",
         "LITELLM_LOG": "INFO",
         "PYTHONUNBUFFERED": "1",
+        # 0: every proxy a fresh interpreter (see runtime/gateway_supervisor.py)
+        "FLEET_LAB_LITELLM_FORK": os.environ.get("FLEET_LAB_LITELLM_FORK", "1"),
     }
 
 

@@ -15,6 +15,11 @@ The answer is `ok` (once done), or `error <one-line reason>` (a proxy that does 
 up, e.g. with a broken config). Each proxy logs to <log dir>/litellm-<port>.log and its
 pid is in <run dir>/litellm-<port>.pid.
 
+Proxies are forked from litellm_zygote.py, which has imported LiteLLM once (a proxy is
+ready in ~3 s instead of ~12 s of one core); FLEET_LAB_LITELLM_FORK=0 starts each with a
+fresh interpreter, as an operator's service manager would (bench/downtime_bench.py does,
+so that its in-place restart costs what it costs on a real gateway).
+
 usage: gateway_supervisor.py --socket S --logs DIR --run DIR --ports P,Q -- LITELLM-COMMAND...
 (the command's `--port` value is replaced per proxy; the first of --ports starts at once)
 """
@@ -34,18 +39,83 @@ from pathlib import Path
 
 READY_TIMEOUT = 180.0
 STOP_TIMEOUT = 40.0
+ZYGOTE = Path(__file__).with_name("litellm_zygote.py")
+
+
+class Started:
+    """A proxy process a fresh interpreter runs (the supervisor is its parent)."""
+
+    def __init__(self, command: list[str], log: Path) -> None:
+        with log.open("ab") as out:
+            self.proc = subprocess.Popen(
+                command,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
+        self.pid = self.proc.pid
+
+    def poll(self) -> int | None:
+        return self.proc.poll()
+
+
+class Zygote:
+    """litellm_zygote.py: forks proxies from one interpreter that has imported LiteLLM."""
+
+    def __init__(self, command: list[str]) -> None:
+        python = str(Path(command[0]).with_name("python"))
+        self.proc = subprocess.Popen(
+            [python, str(ZYGOTE)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        self.lock = threading.Lock()
+        self.ready = self.proc.stdout is not None and self.proc.stdout.readline().strip()
+
+    def ask(self, *words: str) -> str:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        with self.lock:
+            self.proc.stdin.write("\t".join(words) + "\n")
+            self.proc.stdin.flush()
+            return self.proc.stdout.readline().strip()
+
+    def close(self) -> None:
+        if self.proc.stdin is not None:
+            self.proc.stdin.close()
+        self.proc.wait(timeout=10)
+
+
+class Forked:
+    """A proxy process the zygote forked (the zygote is its parent and reaps it)."""
+
+    def __init__(self, zygote: Zygote, command: list[str], log: Path) -> None:
+        self.zygote = zygote
+        answer = zygote.ask("spawn", str(log), *command)
+        if not answer.isdigit():
+            raise RuntimeError(f"litellm zygote: {answer}")
+        self.pid = int(answer)
+
+    def poll(self) -> int | None:
+        answer = self.zygote.ask("poll", str(self.pid))
+        return int(answer.split()[1]) if answer.startswith("exited") else None
 
 
 class Proxy:
-    """One LiteLLM child process on one port."""
+    """One LiteLLM process on one port."""
 
-    def __init__(self, command: list[str], port: int, logs: Path, run: Path) -> None:
+    def __init__(
+        self, command: list[str], port: int, logs: Path, run: Path, zygote: Zygote | None
+    ) -> None:
         at = command.index("--port") + 1
         self.command = [*command[:at], str(port), *command[at + 1 :]]
         host = command[command.index("--host") + 1]
         self.port, self.url = port, f"http://{host}:{port}/health/liveliness"
         self.log, self.pidfile = logs / f"litellm-{port}.log", run / f"litellm-{port}.pid"
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.zygote = zygote
+        self.proc: Started | Forked | None = None
 
     @property
     def running(self) -> bool:
@@ -54,14 +124,12 @@ class Proxy:
     def start(self) -> None:
         """Start the proxy, appending its output to its log."""
         with self.log.open("ab") as out:
-            out.write(f"--- fleet-lab: starting {' '.join(self.command)}\n".encode())
-            self.proc = subprocess.Popen(
-                self.command,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-            )
+            how = "forked" if self.zygote else "starting"
+            out.write(f"--- fleet-lab: {how} {' '.join(self.command)}\n".encode())
+        if self.zygote is not None:
+            self.proc = Forked(self.zygote, self.command, self.log)
+        else:
+            self.proc = Started(self.command, self.log)
         self.pidfile.write_text(str(self.proc.pid))
 
     def stop(self) -> None:
@@ -69,12 +137,18 @@ class Proxy:
         if self.proc is None or self.proc.poll() is not None:
             return
         os.killpg(self.proc.pid, signal.SIGTERM)
-        try:
-            self.proc.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
+        if not self.exited_within(STOP_TIMEOUT):
             os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
+            self.exited_within(10.0)
         self.pidfile.unlink(missing_ok=True)
+
+    def exited_within(self, seconds: float) -> bool:
+        deadline = time.monotonic() + seconds
+        while self.proc is not None and self.proc.poll() is None:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+        return True
 
     def ready(self) -> bool:
         """Does the proxy answer its liveliness probe?"""
@@ -91,8 +165,9 @@ class Proxy:
         """'ok', or 'error <reason>' when the proxy exits or times out first."""
         deadline = time.monotonic() + READY_TIMEOUT
         while time.monotonic() < deadline:
-            if self.proc is not None and self.proc.poll() is not None:
-                return f"error litellm exited with code {self.proc.returncode}: {self.last_error()}"
+            code = self.proc.poll() if self.proc is not None else None
+            if code is not None:
+                return f"error litellm exited with code {code}: {self.last_error()}"
             if self.ready():
                 return "ok"
             time.sleep(0.3)
@@ -112,7 +187,11 @@ class Supervisor:
     """The proxies by port, changed one request at a time."""
 
     def __init__(self, command: list[str], ports: list[int], logs: Path, run: Path) -> None:
-        self.proxies = {port: Proxy(command, port, logs, run) for port in ports}
+        fork = os.environ.get("FLEET_LAB_LITELLM_FORK", "1") != "0"
+        self.zygote = Zygote(command) if fork else None
+        if self.zygote is not None and self.zygote.ready != "ready":
+            raise SystemExit(f"litellm zygote did not start: {self.zygote.ready}")
+        self.proxies = {port: Proxy(command, port, logs, run, self.zygote) for port in ports}
         self.lock = threading.Lock()
 
     def answer(self, request: str) -> str:
@@ -142,6 +221,8 @@ class Supervisor:
     def stop_all(self) -> None:
         for proxy in self.proxies.values():
             proxy.stop()
+        if self.zygote is not None:
+            self.zygote.close()
 
 
 def serve(supervisor: Supervisor, sock_path: Path) -> None:

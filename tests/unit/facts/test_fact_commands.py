@@ -24,6 +24,7 @@ from fleet.runtimes.compose import COMPOSE_FILE, CONTAINERS
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus"
 TOOLS = ("sh", "cat", "head", "tail", "tr", "du", "cut", "stat", "base64", "sort")
+GONE_PID = 2**22 + 4242
 T4_CSV = CORPUS / "nvidia-smi" / "tesla-t4_query-gpu-csv_lms100_timestamp-index-name-memory.csv"
 L40S_TABLE = CORPUS / "nvidia-smi" / "l40s_1gpu_driver580_cuda13.0_process-list.nvidia-smi.txt"
 QWEN3 = CORPUS / "model-configs" / "qwen3-32b_dense.config.json"
@@ -111,9 +112,10 @@ CASES: list[Case] = [
         "gpu-processes-and-their-cgroups",
         GPU_PROCESSES,
         lambda root: (),
-        {"nvidia-smi": nvidia_smi("/dev/null", 0, apps="4242, GPU-abc, 794")},
+        # a pid above the kernel's PID_MAX_LIMIT (2**22): never a live process, whatever runs
+        {"nvidia-smi": nvidia_smi("/dev/null", 0, apps=f"{GONE_PID}, GPU-abc, 794")},
         lambda fact: ([(p.pid, p.gpu_uuid, p.used_memory_mib) for p in fact.listed], fact.cgroups),
-        ([(4242, "GPU-abc", 794)], {4242: ""}),
+        ([(GONE_PID, "GPU-abc", 794)], {GONE_PID: ""}),
     ),
     (
         "models-dir-config-and-lineage",
