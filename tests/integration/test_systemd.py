@@ -58,7 +58,8 @@ def test_hosts_are_booted_systemd_reached_over_ssh_with_pinned_keys(
 ) -> None:
     for host in systemd_hosts:
         state = lab.run(host.name, "systemctl is-system-running --wait; hostname", check=True)
-        assert state.stdout.split() == ["running", host.name]
+        failed = lab.run(host.name, "systemctl --failed --no-pager --no-legend").stdout
+        assert state.stdout.split() == ["running", host.name], f"failed units: {failed}"
         assert lab.run(host.name, "cat /proc/1/comm").stdout.strip() == "systemd"
     other_key = lab.known_hosts.with_name("other_known_hosts")
     lines = lab.known_hosts.read_text().splitlines()
