@@ -105,6 +105,8 @@ def commit_inventory(
         f"{applied_line(applied)}\n\n" + "\n".join(f"- {line}" for line in done) + "\n"
     )
     sha = commit_files(paths, message, push=push)
+    if sha is None:
+        return f"{paths[0].name} and {paths[1].name} unchanged: nothing to commit"
     pushed = " and pushed" if push else ""
     return f"committed {paths[0].name} and {paths[1].name} as {sha[:12]}{pushed}"
 
@@ -121,4 +123,6 @@ def record_bench(repo: FleetRepo, sessions: Sessions, results: list[BenchResult]
         return f"wrote {repo.bench_path} (not a Git repository: nothing committed)"
     seats = ", ".join(r.seat for r in results)
     sha = commit_files(paths, f"fleet bench: {len(results)} seat(s) measured\n\n{seats}\n")
+    if sha is None:
+        return f"{', '.join(p.name for p in paths)} unchanged: nothing to commit"
     return f"committed {', '.join(p.name for p in paths)} as {sha[:12]}"
