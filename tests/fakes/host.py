@@ -101,7 +101,7 @@ class FakeHost:
         for prefix, answer in self.commands.items():  # a test's own commands (a gateway's)
             if command.startswith(prefix):
                 return answer(command)
-        if command.startswith(fake_models.PREFIXES):
+        if fake_models.handles(self, command):
             return fake_models.run(self, command, stdin)
         for pattern, handler in HANDLERS:
             if match := pattern.fullmatch(command):

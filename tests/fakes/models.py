@@ -131,8 +131,16 @@ def copy(host: FakeHost, inner: str, stdin: str | None) -> CommandResult:
 PREFIXES = ("timeout ", "set -- ", "cd ", "sha256sum ", "mv -T ", "du -sb ", "rm -rf -- ", "ssh ")
 
 
+def handles(host: FakeHost, command: str) -> bool:
+    """Is this one of the model commands? (`cd` only into a copy being checked: other
+    commands change directory too, e.g. the systemd runtime's unit listing.)"""
+    if not command.startswith(PREFIXES):
+        return False
+    return not command.startswith("cd ") or shlex.split(command)[1] in host.partial
+
+
 def run(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
-    """One of the model commands (those starting with one of `PREFIXES`)."""
+    """One of the model commands (those `handles` says are)."""
     words = shlex.split(command.split(" 2>/dev/null")[0].split("; find")[0])
     if words[0] == "timeout" and words[2] == "sh":
         return copy(host, words[4], stdin)
