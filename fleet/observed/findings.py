@@ -35,6 +35,7 @@ class FindingKind(StrEnum):
     GATEWAY_UNREADABLE = "gateway-unreadable"
     INTERRUPTED_APPLY = "interrupted-apply"
     RESTARTED_BY_RUNTIME = "restarted-by-runtime"
+    BENCH_REGRESSION = "bench-regression"
 
 
 class Finding(CoreModel):

@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import Field, model_validator
 
 from fleet.base import CoreModel
-from fleet.units import ByteSize
+from fleet.units import ByteSize, Seconds
 
 
 class ConcurrencyBand(CoreModel):
@@ -64,6 +64,17 @@ class DenyWindow(CoreModel):
     end: str = Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, UTC.")
 
 
+class BenchSettings(CoreModel):
+    """The loop's own `fleet bench`: each seat measured in turn every `interval`, judged
+    against the committed baseline (BENCH.json), never committed."""
+
+    interval: Seconds = Field(300.0, ge=1, description="How often: 30s, 5m, 1h or seconds.")
+    via: Literal["seat", "gateway"] = Field(
+        "gateway", description="gateway: by the seat's first alias; seat: its port directly."
+    )
+    depth: bool = Field(False, description="Also the deep prefill probe (~0.97x the context).")
+
+
 class ReconcileSettings(CoreModel):
     """How `fleet reconcile` behaves (the GitOps loop)."""
 
@@ -77,6 +88,7 @@ class ReconcileSettings(CoreModel):
     backoff: float = Field(
         30.0, ge=1, description="Seconds before the first retry; doubled each time, 30 min at most."
     )
+    bench: BenchSettings | None = Field(None, description="Measure every seat on a schedule.")
 
 
 class FleetSettings(CoreModel):
