@@ -19,6 +19,7 @@ import json
 import sys
 from pathlib import Path
 
+from fleet.engines import vllm
 from fleet.engines.vllm.log import EngineReport, parse_vllm_log
 from fleet.facts.kv_estimate import GIB, NO_KV_DRAFTERS
 from fleet.facts.model_config import AttentionKind, ModelFacts, parse_model_config
@@ -115,7 +116,7 @@ def _row(
     corpus: Path, log_name: str, config: str, facts: ModelFacts, why: str
 ) -> dict[str, object]:
     report = parse_vllm_log((corpus / "vllm-logs" / log_name).read_text())
-    layout = log_layout(facts, report)
+    layout = log_layout(facts, report, vllm)
     tokens = most = None
     context = report.max_model_len
     if layout is not None and report.kv_cache_gib is not None:

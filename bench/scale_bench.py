@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from fleet.observed.gateway_config import read_config
+from fleet.gateways.litellm.config import read_config
 from fleet.observed.models import Observation
 from fleet.plan.plan import make_plan
 from fleet.report.inventory import build_inventory

@@ -55,6 +55,15 @@ def format_bytes(size: int) -> str:
 ByteSize = Annotated[int, BeforeValidator(parse_bytes), PlainSerializer(format_bytes)]
 
 
+def human_bytes(size: int) -> str:
+    """A size as people read it in a plan: 65.5 GB, 412 GB, 980 B (decimal units, as df -H)."""
+    for unit, factor in (("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("kB", 10**3)):
+        if size >= factor:
+            value = size / factor
+            return f"{value:.0f} {unit}" if value >= 100 else f"{value:.1f} {unit}"
+    return f"{size} B"
+
+
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
 _SECONDS = {None: 1, "s": 1, "m": 60, "h": 3600}
 DURATION_HINT = "a duration like 30s, 5m or 1h"

@@ -24,6 +24,7 @@ from fleet.facts.argv import EngineArgs, program_name, unwrap_shell
 from fleet.facts.engine_metrics import EngineLoad
 from fleet.spec.load import LoadedFleet
 from fleet.spec.problems import Problem
+from fleet.spec.validate import Rule
 
 __all__ = [
     "ENGINES",
@@ -119,6 +120,7 @@ def explain_log(text: str) -> tuple[Engine, dict[str, object], EngineReport]:
     return first, first.read_log(text).to_explain_json(), first.read_log(text)
 
 
-def validate_fleet(loaded: LoadedFleet) -> list[Problem]:
-    """Every problem in desired/: the spec's rules and each engine's own."""
-    return _rules.validate_fleet(loaded, ENGINES)
+def validate_fleet(loaded: LoadedFleet, more: tuple[Rule, ...] = ()) -> list[Problem]:
+    """Every problem in desired/: the spec's rules and each engine's own (and `more`: the
+    host runtimes' rules, `fleet.runtimes.validate_fleet`)."""
+    return _rules.validate_fleet(loaded, ENGINES, more)

@@ -10,7 +10,7 @@ settings offline and turn a live argv into a seat file's lines. Everything outsi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fleet.base import CoreModel
@@ -18,6 +18,7 @@ from fleet.facts.argv import EngineArgs
 from fleet.spec.models import Seat
 
 if TYPE_CHECKING:
+    from fleet.engines.kv import KvSettings
     from fleet.engines.report import EngineReport
     from fleet.spec.load import Sources
     from fleet.spec.problems import Problem
@@ -58,9 +59,14 @@ class Engine(Protocol):
     budget that change how many tokens a budget holds (a log of other values is no exact
     prediction). `fixed_kv_tokens` is the KV tokens a seat's settings fix without a model
     (llama.cpp: context x slots), None where the budget and the model decide.
+    `kv_settings` reads what changes the KV layout off an argv (the KV dtype, pipeline
+    parallel size, prefill chunk, a state's dtype) and the release's grouping rule
+    (`version`: the image's or the log's, None when not known).
     `speculative_counts` turns /metrics samples (summed over labels) into the counters
     bench takes deltas of: `accepted` draft tokens, proposed `draft_tokens`, `drafts`
-    (verify steps); empty where the engine exports none.
+    (verify steps); empty where the engine exports none. `lacks_mtp_layers`: a method that
+    drafts with the model's own MTP layers is asked of a model without them (`layers` from
+    config.json, else the engine's model families).
     """
 
     NAME: str
@@ -104,6 +110,16 @@ class Engine(Protocol):
     def import_lines(self, args: EngineArgs) -> list[SeatLine]: ...
 
     def fixed_kv_tokens(self, seat: Seat) -> int | None: ...
+
+    def kv_settings(self, args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings: ...
+
+    def lacks_mtp_layers(
+        self,
+        method: str,
+        model_types: tuple[str | None, ...],
+        architecture: str | None,
+        layers: int | None,
+    ) -> bool: ...
 
     def speculative_counts(self, samples: dict[str, float], seat: Seat) -> dict[str, float]: ...
 

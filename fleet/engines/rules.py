@@ -1,10 +1,11 @@
 """The offline rules that need to know the engines: a known `engine`, and each engine's own.
 
-`validate_fleet` is what the commands run on desired/: `fleet.spec.validate`'s
+`validate_fleet` is `fleet.spec.validate`'s
 engine-neutral rules plus `check_engines`, which names an unknown engine (with the known
 ones) and hands every other seat to its engine module's `check_seat` (which budget fields
 apply, GPUs, speculative methods). It lives here, above `fleet.spec`, so that the spec
-layer never imports an engine. Called by `reconciler.workflows.desired` and the importer.
+layer never imports an engine. `fleet.runtimes.validate_fleet` adds the host runtimes'
+rules (a seat's image) and is what the commands run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from fleet.spec.load import LoadedFleet, Sources
 from fleet.spec.models import DesiredFleet
 from fleet.spec.problems import Problem
 from fleet.spec.seat_rules import seat_file
+from fleet.spec.validate import Rule
 from fleet.spec.validate import validate_fleet as validate_spec
 
 
@@ -37,10 +39,12 @@ def check_engines(
         yield from engine.check_seat(seat, src)
 
 
-def validate_fleet(loaded: LoadedFleet, engines: Mapping[str, Engine]) -> list[Problem]:
-    """Every problem in desired/, the engines' rules included."""
+def validate_fleet(
+    loaded: LoadedFleet, engines: Mapping[str, Engine], more: tuple[Rule, ...] = ()
+) -> list[Problem]:
+    """Every problem in desired/, the engines' rules included (and `more`, from above)."""
 
     def engine_rules(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
         return check_engines(desired, src, engines)
 
-    return validate_spec(loaded, (engine_rules,))
+    return validate_spec(loaded, (engine_rules, *more))

@@ -14,7 +14,7 @@ import ast
 import json
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # CSI sequences: colours (`ESC[1;36m`) and the cursor moves tqdm emits (`ESC[A`, `ESC[K`).
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
@@ -33,6 +33,16 @@ def clean_lines(text: str) -> list[str]:
     A progress bar redrawn with `\\r` and a log line glued after it become separate lines.
     """
     return [line.rstrip() for line in strip_ansi(text).splitlines()]
+
+
+def record_first(
+    line: str, patterns: Iterable[tuple[str, re.Pattern[str]]], found: dict[str, str]
+) -> None:
+    """For each key not yet in `found` whose pattern the line matches, record the first
+    group the match captured: the first value a log states is the fact."""
+    for key, pattern in patterns:
+        if key not in found and (match := pattern.search(line)):
+            found[key] = next((g for g in match.groups() if g is not None), match.group(0))
 
 
 def to_int(text: str | None) -> int | None:
@@ -103,7 +113,8 @@ def literal(text: str) -> object:
 def parse_assignments(text: str) -> dict[str, object]:
     """`model='x', max_seq_len=8192, quantization=None` -> a dict of literal values.
 
-    The format of vLLM's engine-config line and of `args: Namespace(...)`.
+    The format of a Python object's repr of its fields (an engine's config or parsed args
+    as its log prints them).
     """
     result: dict[str, object] = {}
     for item in split_top_level(text):
@@ -117,8 +128,8 @@ def parse_assignments(text: str) -> dict[str, object]:
 def parse_dict_literal(text: str) -> dict[str, object]:
     """`{'model': 'x', 'port': 8001}` -> a dict, item by item, so one odd value spoils nothing.
 
-    vLLM's `non-default args:` line mixes Python literals with JSON (`null`, `true`) inside
-    nested values, which defeats a whole-line `ast.literal_eval`.
+    An engine's log may mix Python literals with JSON (`null`, `true`) inside nested values
+    of such a dict, which defeats a whole-line `ast.literal_eval`.
     """
     body = text.strip()
     if body.startswith("{"):

@@ -2,12 +2,13 @@
 
 Each engine module under `fleet.engines` declares its own program detection and flag
 table; `fleet.engines.parse_engine_argv` finds the engine an argv starts and reads it with
-that table through `read_flags` here. Called with `docker inspect`'s `Path` + `Args` (or
-the process's `/proc/<pid>/cmdline`) to check that a running seat carries every flag its
-spec implies, and by the inventory to report what really runs. `--flag value` and
-`--flag=value` alike, and the `--flag_name` spelling. Sizes follow `human_readable_int`:
-`40k` is decimal, `40K` binary (`10G` = 10 GiB); `10GiB` is not a size here. Every
-argument not understood is kept verbatim, in order, in `extra`.
+that table through `read_flags` here. Called with the argv a host's runtime reports of a
+seat (a container's `Path` + `Args`, or the process's `/proc/<pid>/cmdline`) to check that
+a running seat carries every flag its spec implies, and by the inventory to report what
+really runs. `--flag value` and `--flag=value` alike, and the `--flag_name` spelling.
+Sizes follow `human_readable_int`: `40k` is decimal, `40K` binary (`10G` = 10 GiB);
+`10GiB` is not a size here. Every argument not understood is kept verbatim, in order, in
+`extra`.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import TypeAlias
 
 from fleet.base import CoreModel
@@ -91,6 +92,16 @@ def program_name(token: str) -> str:
     return token.rsplit("/", 1)[-1]
 
 
+def flag_value(args: Sequence[str], *names: str) -> str | None:
+    """`--flag VALUE` or `--flag=VALUE` in an engine argv (the last one wins)."""
+    found = None
+    for index, arg in enumerate(args):
+        name, equals, value = arg.partition("=")
+        if name in names:
+            found = value if equals else (args[index + 1] if index + 1 < len(args) else "")
+    return found
+
+
 def flag_names(args: list[str]) -> set[str]:
     """The flags an argv gives, without values, in their `--dash-spelling`."""
     return {flag_key(arg.split("=", 1)[0]) for arg in args if arg.startswith("-")}
@@ -149,7 +160,7 @@ def _store(values: dict[str, object], field: str, parsed: object) -> None:
 
 
 def flag_key(name: str) -> str:
-    """`--max_model_len` is `--max-model-len`; a dotted JSON key keeps its `_`."""
+    """`--some_flag` is `--some-flag`; a dotted JSON key keeps its `_`."""
     if not name.startswith("--"):
         return name
     head, dot, tail = name.partition(".")

@@ -11,6 +11,7 @@ its tensors are never read), base64 on one line.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 
 from pydantic import Field
 
@@ -19,7 +20,8 @@ from fleet.facts.gguf import GgufFacts, parse_gguf_base64
 from fleet.facts.journal import last_applied, last_gateway_restart, unfinished
 from fleet.facts.meminfo import MemoryFacts, parse_meminfo
 from fleet.facts.model_config import ModelFacts, parse_model_config
-from fleet.facts.provenance import parse_provenance
+from fleet.facts.model_files import DISK, FILES, SOURCES
+from fleet.facts.provenance import RecordedFile, parse_provenance, recorded_files
 from fleet.facts.script import Fact, Parts, body
 from fleet.names import PROVENANCE_SUFFIX, journal_path, lock_path
 
@@ -32,6 +34,7 @@ class ModelDir(CoreModel):
     size_bytes: int | None = None
     config: ModelFacts | None = None
     lineage: dict[str, str] = Field(default_factory=dict)
+    recorded: dict[str, RecordedFile] | None = None  # the files fleet fetched
 
 
 class GgufFile(CoreModel):
@@ -40,6 +43,7 @@ class GgufFile(CoreModel):
     size_bytes: int | None = None
     header: GgufFacts
     lineage: dict[str, str] = Field(default_factory=dict)
+    recorded: dict[str, RecordedFile] | None = None
 
 
 class ModelFiles(CoreModel):
@@ -101,6 +105,11 @@ def _lineage(parts: Parts, path: str) -> dict[str, str]:
     return parse_provenance(text).as_dict() if text else {}
 
 
+def _recorded(parts: Parts, path: str) -> dict[str, RecordedFile] | None:
+    text = parts["provenance"].get(path)
+    return recorded_files(parse_provenance(text)) if text else None
+
+
 def _read_models(parts: Parts) -> ModelFiles:
     dirs = {
         path: ModelDir(
@@ -109,6 +118,7 @@ def _read_models(parts: Parts) -> ModelFiles:
             if (text := parts["config"].get(path)) is not None
             else None,
             lineage=_lineage(parts, path),
+            recorded=_recorded(parts, path),
         )
         for path, size in sorted(parts["model"].items())
     }
@@ -116,7 +126,10 @@ def _read_models(parts: Parts) -> ModelFiles:
     for path, text in sorted(parts["gguf"].items()):
         size, _, head = text.partition("\n")
         ggufs[path] = GgufFile(
-            size_bytes=_size(size), header=parse_gguf_base64(head), lineage=_lineage(parts, path)
+            size_bytes=_size(size),
+            header=parse_gguf_base64(head),
+            lineage=_lineage(parts, path),
+            recorded=_recorded(parts, path),
         )
     return ModelFiles(dirs=dirs, ggufs=ggufs)
 
@@ -171,8 +184,15 @@ JOURNAL: Fact[JournalFacts] = Fact(
 )
 
 
-def host_entries(models_root: str, model_paths: list[str], state_dir: str) -> tuple[str, ...]:
-    """The script entries of the host-wide facts (beside the GPU and runtime ones)."""
+def host_entries(
+    models_root: str,
+    model_paths: list[str],
+    state_dir: str,
+    sources: Mapping[str, tuple[str, str]] | None = None,
+) -> tuple[str, ...]:
+    """The script entries of the host-wide facts (beside the GPU and runtime ones);
+    `sources`: for a model path a fetch would fill, its source's listing command and the
+    temporary directory (`fleet.facts.model_files.SOURCES`)."""
     root = models_root.rstrip("/") or ""
     wanted = sorted({p.rstrip("/") for p in model_paths})
     outside = [p for p in wanted if p.rsplit("/", 1)[0] != root]
@@ -180,6 +200,9 @@ def host_entries(models_root: str, model_paths: list[str], state_dir: str) -> tu
         MEMORY.entry(),
         MODELS.entry(root, outside),
         MISSING.entry(wanted),
+        DISK.entry(root),
+        FILES.entry(root, outside),
+        SOURCES.entry(sources or {}),
         LOCK.entry(state_dir),
         JOURNAL.entry(state_dir),
     )

@@ -12,20 +12,20 @@ linear-attention layers (a fixed state per sequence) and cross-attention layers 
 tokens). With tensor parallelism each GPU holds `max(1, num_kv_heads // tp)` heads; an
 MLA latent is replicated on every GPU.
 
-`kv_layout` is what the engine's `GPU KV cache size: N tokens` and `Maximum concurrency`
-lines follow: the layers counted by kind (full attention, sliding window, a linear-attention
-or Mamba state, `fleet.facts.kv_state`), a drafter's layers added to the full ones, and laid
-out as vLLM V1 lays them out (`fleet.facts.kv_layout`). A hybrid with state layers gets an
+`kv_layout` is what an engine's logged KV tokens and maximum concurrency follow: the
+layers counted by kind (full attention, sliding window, a linear-attention or Mamba state,
+`fleet.facts.kv_state`), a drafter's layers added to the full ones, and laid out as vLLM V1
+lays them out (`fleet.facts.kv_layout`). A hybrid with state layers gets an
 attention block large enough to hold one layer's state, `16 * ceil(state / (16 *
 attention bytes per token))` tokens, the state page padded to it (vLLM's
 `HybridAttentionMambaModelConfig`). Pipeline parallel splits the layers, so each GPU holds
-the largest stage's share. `kv_dtype` and `pipeline_parallel` read the flags that change
-the layout off an engine argv; `drafter_layers` counts what a speculative method adds.
+the largest stage's share. The values that change the layout (the KV dtype, the pipeline
+size, the prefill chunk) come plain from the engine (`fleet.engines.kv.KvSettings`, read
+by each engine off its own argv); `drafter_layers` counts what a speculative method adds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from fleet.facts.kv_layout import (
@@ -51,19 +51,17 @@ __all__ = [
     "estimate_kv_bytes_per_token",
     "estimate_kv_tokens",
     "group_layers",
-    "kv_dtype",
     "kv_dtype_bytes",
     "kv_layout",
     "layer_token_bytes",
     "padding_layers",
-    "pipeline_parallel",
     "uniform_layout",
 ]
 
 GIB = 1024**3
 
-# Bytes per element of each `--kv-cache-dtype` vLLM accepts whose layout is plain.
-# `auto` is the model dtype, which vLLM runs at 16 bits (float32 checkpoints become fp16).
+# Bytes per element of each KV-cache dtype name whose layout is plain (vLLM's and SGLang's
+# names). `auto` is the model dtype, which engines run at 16 bits (float32 becomes fp16).
 KV_DTYPE_BYTES: dict[str, int] = {
     "auto": 2,
     "bfloat16": 2,
@@ -83,27 +81,6 @@ KV_DTYPE_BYTES: dict[str, int] = {
 def kv_dtype_bytes(kv_dtype: str) -> int | None:
     """Bytes per cached element for a KV dtype; None for one whose layout is not plain."""
     return KV_DTYPE_BYTES.get(kv_dtype.strip().lower())
-
-
-def flag_value(args: Sequence[str], *names: str) -> str | None:
-    """`--flag VALUE` or `--flag=VALUE` in an engine argv (the last one wins)."""
-    found = None
-    for index, arg in enumerate(args):
-        name, equals, value = arg.partition("=")
-        if name in names:
-            found = value if equals else (args[index + 1] if index + 1 < len(args) else "")
-    return found
-
-
-def kv_dtype(args: Sequence[str]) -> str:
-    """`--kv-cache-dtype`, `auto` when not given."""
-    return (flag_value(args, "--kv-cache-dtype") or "auto").strip().lower()
-
-
-def pipeline_parallel(args: Sequence[str]) -> int:
-    """`--pipeline-parallel-size` (`-pp`), 1 when not given or not a number."""
-    value = flag_value(args, "--pipeline-parallel-size", "-pp") or "1"
-    return int(value) if value.isdigit() and int(value) > 0 else 1
 
 
 def estimate_kv_bytes_per_token(
@@ -166,8 +143,8 @@ def kv_layout(
     `extra_layers` are full-attention layers of a drafter the engine runs beside the model
     (an MTP layer, an EAGLE head); `spec_tokens` widens a state's convolution window and
     gives each state group as many more blocks per request. `batched_tokens` is the
-    prefill chunk (`--max-num-batched-tokens`) a sliding window group holds beside it.
-    `fewest_groups` groups by the fewest layers of a kind always (vLLM before 0.12).
+    prefill chunk a sliding window group holds beside it. `fewest_groups` groups by the
+    fewest layers of a kind always (the engine's `KvSettings` says when: older releases).
     """
     element = kv_dtype_bytes(kv_dtype)
     per_token = layer_token_bytes(facts, element, tensor_parallel_size) if element else None

@@ -1,5 +1,5 @@
 """The KV cache as vLLM lays it out on one GPU: blocks, pages, groups; and the two
-figures it logs from them (`GPU KV cache size`, `Maximum concurrency`).
+figures it logs from them (the KV cache size in tokens, the maximum concurrency).
 
 Built by `fleet.facts.kv_estimate.kv_layout` from a model's facts (or by `uniform_layout`
 from bytes per token); read by the planner's predictions, `fleet fit`, the health gate's
@@ -10,7 +10,7 @@ of `num_blocks = budget // page // group_size` blocks is shared by the groups; t
 size is `num_blocks // groups * block_size`; one request takes, per group, the blocks of
 its context (full attention), of its window plus a prefill chunk plus one (sliding
 window), or one state block plus one per speculative token (a linear-attention or Mamba
-state), and `Maximum concurrency` is `num_blocks` over that. Pure.
+state), and the maximum concurrency is `num_blocks` over that. Pure.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from enum import StrEnum
 
 from fleet.base import CoreModel
 
-BLOCK_SIZE = 16  # vLLM's default --block-size on CUDA
-BATCHED_TOKENS = 8192  # vLLM's default --max-num-batched-tokens for `vllm serve` on a GPU
+BLOCK_SIZE = 16  # tokens per block by default (vLLM's on CUDA)
+BATCHED_TOKENS = 8192  # the default prefill chunk of a GPU server (vLLM's `serve`)
 
 
 class GroupKind(StrEnum):

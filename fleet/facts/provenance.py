@@ -5,7 +5,10 @@ Called by the reconciler after reading the file next to each seat's model direct
 by the inventory, which reports where a checkpoint came from (base model, quantizer,
 source URL, revision). Operators write these by hand: `Key: value` or `key = value` lines
 (optionally as `- ` list items) are lineage entries, in order; everything else — prose,
-headings, commented lines — is kept verbatim as free text. The file sits beside the model
+headings, commented lines — is kept verbatim as free text. Fleet writes one when it
+fetches a model (`fleet.render.model_fetch`): its entries (source, revision, who, when),
+then one free-text line per file, `<size> <sha256 or -> <relative path>`, which
+`recorded_files` reads back. The file sits beside the model
 directory, not inside it: `/models/Qwen3-8B` -> `/models/Qwen3-8B.PROVENANCE.txt`, and
 `/models/qwen3-8b-q4_k_m.gguf` -> `/models/qwen3-8b-q4_k_m.gguf.PROVENANCE.txt`.
 """
@@ -46,6 +49,31 @@ class Provenance(CoreModel):
     def as_dict(self) -> dict[str, str]:
         """Entries by normalised key (a repeated key keeps its last value)."""
         return {normalize_key(entry.key): entry.value for entry in self.entries}
+
+
+class RecordedFile(CoreModel):
+    """A file fleet recorded when it fetched a model: its size and digest (if hashed)."""
+
+    size: int
+    sha256: str | None = None
+
+
+_FILE_LINE = re.compile(r"^(?P<size>\d+) (?P<sha>[0-9a-f]{64}|-)(?: (?P<path>.*))?$")
+
+
+def file_line(path: str, size: int, sha256: str | None) -> str:
+    """One file's line in a provenance file fleet writes."""
+    return f"{size} {sha256 or '-'}" + (f" {path}" if path else "")  # '': a single file
+
+
+def recorded_files(provenance: Provenance) -> dict[str, RecordedFile] | None:
+    """The files a fleet-written provenance lists (None: it lists none)."""
+    files = {}
+    for line in provenance.free_text.split("\n"):
+        if match := _FILE_LINE.match(line):
+            sha = None if match["sha"] == "-" else match["sha"]
+            files[match["path"] or ""] = RecordedFile(size=int(match["size"]), sha256=sha)
+    return files or None
 
 
 def provenance_path(model_dir: str) -> str:

@@ -3,14 +3,15 @@
 A kind (`GatewayKind`) says how its config is read (`parse_config`: text -> the neutral
 `GatewayConfig` of entries and fallbacks), how fleet's entries are spliced into it
 (`render_config`, every foreign byte kept), and how a running proxy is asked whether it is
-ready, which aliases it lists and whether an alias answers (paths and bodies, no I/O).
+ready, which aliases it lists and whether an alias answers (paths and bodies, no I/O), and
+what `fleet import` writes of a config found on a host.
 The shell (`reconciler.workflows.gateway`, `reconciler.workflows.bluegreen`) observes,
 applies, verifies and rolls back through it; `fleet.plan.aliases` plans through it.
 LiteLLM (`fleet.gateways.litellm`) is the one kind today; a front in front of it (nginx,
 `fleet.gateways.nginx`) is a capability of the gateway, not a kind.
 
-To add a kind: one module here implementing `GatewayKind`, one line in `KINDS`, and the
-value in `Gateway.kind` (desired/gateway.yaml).
+To add a kind: one module or package here implementing `GatewayKind`, one line in
+`kind_of`, and the value in `Gateway.kind` (desired/gateway.yaml).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from fleet.observed.gateway_config import GatewayConfig
+from fleet.observed.models import Observation
 from fleet.spec.models import DesiredFleet, Gateway
 
 
@@ -52,6 +54,17 @@ class GatewayKind(Protocol):
 
     def headers(self, key: str | None) -> dict[str, str]:
         """The request headers that authorize fleet with the proxy's key."""
+        ...
+
+    def imported_file(
+        self,
+        gateway: tuple[str, str, str | None],
+        address: str,
+        where: dict[tuple[str, int], str],
+        observation: Observation,
+    ) -> tuple[str, dict[str, tuple[str, ...]]]:
+        """gateway.yaml of `fleet import` from a config as it is (host, path, text), and
+        per seat the aliases routing to it (`where`: (address, port) -> seat)."""
         ...
 
 

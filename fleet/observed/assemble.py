@@ -27,6 +27,7 @@ from fleet.facts.host_facts import (
     ModelFiles,
 )
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
+from fleet.facts.model_files import DISK, FILES, SOURCES, ModelFile
 from fleet.facts.script import FactOutput
 from fleet.names import MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
@@ -63,8 +64,10 @@ def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> Observe
         docker_error=reported.error,
         processes=processes,
         seats=seats,
-        models=_models(facts[MODELS]),
+        models=_models(facts[MODELS], facts[FILES]),
         missing_paths=facts[MISSING],
+        disk=facts[DISK],
+        sources=facts[SOURCES],
         memory_total_mib=memory.total_mib,
         memory_available_mib=memory.available_mib,
     )
@@ -158,10 +161,15 @@ def observed_seat(
     )
 
 
-def _models(found: ModelFiles) -> dict[str, ModelInfo]:
+def _models(found: ModelFiles, files: dict[str, dict[str, ModelFile]]) -> dict[str, ModelInfo]:
     models = {path: _dir_model(path, entry) for path, entry in found.dirs.items()}
     models.update({path: _gguf_model(path, entry) for path, entry in found.ggufs.items()})
-    return models
+    recorded = {p: e.recorded for p, e in found.dirs.items()}
+    recorded.update({p: e.recorded for p, e in found.ggufs.items()})
+    return {
+        path: info.model_copy(update={"files": files.get(path), "recorded": recorded[path]})
+        for path, info in models.items()
+    }
 
 
 def _dir_model(path: str, entry: ModelDir) -> ModelInfo:

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from enum import StrEnum
 
 from fleet.base import CoreModel, Severity
+from fleet.observed.model_use import model_findings
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.spec.images import parse_image
 from fleet.spec.models import DesiredFleet, Seat
@@ -36,6 +37,8 @@ class FindingKind(StrEnum):
     INTERRUPTED_APPLY = "interrupted-apply"
     RESTARTED_BY_RUNTIME = "restarted-by-runtime"
     BENCH_REGRESSION = "bench-regression"
+    UNUSED_MODEL = "unused-model"
+    MODEL_CHANGED = "model-changed"
 
 
 class Finding(CoreModel):
@@ -58,6 +61,10 @@ def find_issues(desired: DesiredFleet, observation: Observation) -> list[Finding
     found += _gateway_findings(observation)
     found += _speculative_mix(observation)
     found += _fan_in(observation)
+    found += [
+        Finding(kind=FindingKind(k), target=t, message=m, severity=Severity(s))
+        for k, t, m, s in model_findings(desired, observation)
+    ]
     return sorted(found, key=lambda f: (f.kind.value, f.target, f.message))
 
 

@@ -17,6 +17,8 @@ from fleet.engines import concurrency
 from fleet.engines.report import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.model_config import ModelFacts
+from fleet.facts.model_files import DiskFree, ModelFile, SourceListing
+from fleet.facts.provenance import RecordedFile
 from fleet.names import COMPOSE_SERVICE_LABEL, hand_seat_name
 from fleet.observed.gateway_config import GatewayConfig
 
@@ -63,6 +65,10 @@ class ModelInfo(CoreModel):
     lineage: dict[str, str] = Field(default_factory=dict)
     config_error: str | None = None
     facts: ModelFacts | None = Field(None, description="the parsed config.json, for prediction")
+    files: dict[str, ModelFile] | None = Field(None, description="its files (find), by path")
+    recorded: dict[str, RecordedFile] | None = Field(
+        None, description="the files fleet recorded in its provenance when it fetched it"
+    )
 
 
 class ObservedSeat(CoreModel):
@@ -139,6 +145,10 @@ class ObservedHost(CoreModel):
     seats: tuple[ObservedSeat, ...] = ()
     models: dict[str, ModelInfo] = Field(default_factory=dict)
     missing_paths: tuple[str, ...] = ()
+    disk: DiskFree | None = Field(None, description="the models root's filesystem (df)")
+    sources: dict[str, SourceListing] = Field(
+        default_factory=dict, description="absent model paths: their source, as the host sees it"
+    )
     lock: str | None = Field(None, description="who holds the apply lock, if anyone")
     interrupted: tuple[str, ...] = Field((), description="steps of an unfinished apply")
     memory_total_mib: int | None = Field(None, description="RAM, from /proc/meminfo")

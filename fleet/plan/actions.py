@@ -1,8 +1,9 @@
 """The words of a plan: action kinds and their waves, actions, no-ops and blockers (data).
 
 Shared by `fleet.plan.plan`, `fleet.plan.aliases`, the reports and apply. An action's
-wave follows from its kind (`WAVE_OF`): seats first, host by host, then the gateway once
-its seats are healthy, then removals; `Action.sort_key` is the one order of a plan.
+wave follows from its kind (`WAVE_OF`): model fetches first, then seats, host by host,
+then the gateway once its seats are healthy, then removals; `Action.sort_key` is the
+one order of a plan.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from fleet.plan.predict import Prediction
 class ActionKind(StrEnum):
     """What an action does."""
 
+    FETCH_MODEL = "fetch-model"
     CREATE_SEAT = "create-seat"
     REPLACE_SEAT = "replace-seat"
     REMOVE_SEAT = "remove-seat"
@@ -32,6 +34,7 @@ class ActionKind(StrEnum):
 class Wave(IntEnum):
     """When an action runs: every action of a wave before any of the next."""
 
+    MODELS = 0
     SEATS = 1
     GATEWAY = 2
     REMOVALS = 3
@@ -39,10 +42,11 @@ class Wave(IntEnum):
     @property
     def title(self) -> str:
         """How reports head the wave."""
-        return {1: "seats", 2: "gateway", 3: "removals"}[self.value]
+        return {0: "models", 1: "seats", 2: "gateway", 3: "removals"}[self.value]
 
 
 WAVE_OF: dict[ActionKind, Wave] = {
+    ActionKind.FETCH_MODEL: Wave.MODELS,
     ActionKind.CREATE_SEAT: Wave.SEATS,
     ActionKind.REPLACE_SEAT: Wave.SEATS,
     ActionKind.ADD_ALIAS: Wave.GATEWAY,

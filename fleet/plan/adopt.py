@@ -1,7 +1,7 @@
 """Adoption: a container fleet did not create, whose live argv, image, ports, GPUs and model
 match its seat, counts as in sync, with no restart.
 
-Called by `fleet.plan.plan` for a seat with no container under fleet's compose project.
+Called by `fleet.plan.plan` for a seat with no instance fleet runs (`Runtime.MANAGED_BY`).
 The match is the hand-made container `fleet import` would name after the seat (its
 compose service, else its name) on the seat's host; the compared shape is the one of any
 seat, the spec-hash label aside (a hand-made container has none). The first real change
@@ -15,9 +15,8 @@ from fleet.facts.docker_inspect import ContainerFact
 from fleet.observed.models import Observation
 from fleet.plan.actions import Action, ActionKind, NoOp
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
+from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet
-
-NOT_YET = "adopted (not yet under fleet's compose project)"
 
 
 def pinned_to(container: ContainerFact, image: str) -> bool:
@@ -47,7 +46,8 @@ def adopt(
     if not changes and not reasons:
         return [], NoOp(
             target=name,
-            reason=f"{NOT_YET}: container {live.container.name} runs what desired/ says",
+            reason=f"adopted (not yet under {runtime_for(desired.hosts[seat.host]).MANAGED_BY}): "
+            f"container {live.container.name} runs what desired/ says",
         )
     reasons = [f"takes over hand-made container {live.container.name}", *reasons]
     reasons += [f"{c.field} changes" for c in changes]

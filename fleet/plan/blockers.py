@@ -3,8 +3,8 @@
 Called by `fleet.plan` for the seats it would create or replace: the host must be
 reachable, the model directory must exist there, the seat must fit in the GPUs' observed
 free memory (weights from the seat's last logged figure, else the model's size on disk,
-plus its KV budget and a fixed engine overhead), and the image's vLLM must know every flag
-fleet renders (e.g. --kv-cache-memory-bytes came in vLLM 0.11).
+plus its KV budget and a fixed engine overhead), and the image's engine release must know
+every flag fleet renders (`Engine.unsupported_flags`: each engine's flags and releases).
 
 From the predictions (`fleet.plan.predict`, `fleet.plan.fit`), what the engine or the
 health gate would refuse: a context above what config.json allows (unless the seat's env
@@ -25,6 +25,7 @@ from fleet.facts.kv_estimate import GIB
 from fleet.observed.models import Observation, ObservedGpu, ObservedHost
 from fleet.plan import fit, gpu_share, predict
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker
+from fleet.plan.fetch import fetch_blockers
 from fleet.plan.host_memory import ram_blockers
 from fleet.plan.predict import ENGINE_OVERHEAD_MIB, MIB, Basis, PredictionSource
 from fleet.plan.speculative_check import speculative_blockers
@@ -45,6 +46,7 @@ def find_blockers(
             found += _seat_blockers(desired, observation, desired.seats[action.target], ledgers)
         elif action.kind is ActionKind.RESTART_GATEWAY:
             found += _gateway_blockers(observation)
+    found += fetch_blockers(desired, observation, actions)
     return sorted(set(found), key=lambda b: (b.target, b.message))
 
 
@@ -58,7 +60,7 @@ def _seat_blockers(
             message=f"host {seat.host} is unreachable: {host.error if host else 'not observed'}",
         )
         return
-    if seat.model.rstrip("/") in host.missing_paths:
+    if seat.model.rstrip("/") in host.missing_paths and seat.model_origin is None:
         yield Blocker(
             target=seat.name, message=f"model directory {seat.model} does not exist on {seat.host}"
         )

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fleet.engines import ENGINES, engine_for
+from fleet.engines.kv import KvSettings
 from fleet.engines.report import EngineReport
-from fleet.facts.kv_estimate import GIB, flag_value, kv_dtype, pipeline_parallel
+from fleet.facts.argv import flag_value
+from fleet.facts.kv_estimate import GIB
 from fleet.observed.models import ObservedHost, ObservedSeat
 from fleet.spec.models import Seat
 
@@ -43,8 +45,9 @@ def kv_config(seat: Seat, total_mib: int | None) -> tuple[object, ...]:
     )
     engine = engine_for(seat.engine)
     speculative = engine.desired_shape(seat)["speculative"]
+    settings = engine.kv_settings(seat.extra_args, None)
     return _config(
-        seat.model, len(seat.gpus), seat.extra_args, speculative, budget, engine.KV_FLAGS
+        seat.model, len(seat.gpus), seat.extra_args, speculative, budget, engine.KV_FLAGS, settings
     )
 
 
@@ -59,10 +62,12 @@ def live_kv_config(host: ObservedHost, live: ObservedSeat) -> tuple[object, ...]
     tp = live.tensor_parallel_size or (engine.tensor_parallel_size if engine else None) or 1
     keys = ("method", "num_speculative_tokens", "model")
     spec = {k: v for k, v in (live.speculative or {}).items() if k in keys}
-    dtype = (engine.kv_cache_dtype if engine else None) or kv_dtype(live.extra_args)
     running = ENGINES.get(live.engine_name or "")
     flags = running.KV_FLAGS if running else ()
-    return _config(live.model or "", tp, live.extra_args, spec or None, budget, flags, dtype)
+    settings = running.kv_settings(live.extra_args, None) if running else KvSettings()
+    if engine and engine.kv_cache_dtype:
+        settings = settings.model_copy(update={"dtype": engine.kv_cache_dtype})
+    return _config(live.model or "", tp, live.extra_args, spec or None, budget, flags, settings)
 
 
 def _config(
@@ -72,9 +77,10 @@ def _config(
     spec: object,
     budget: tuple[object, ...],
     kv_flags: tuple[str, ...],
-    dtype: str | None = None,
+    settings: KvSettings,
 ) -> tuple[object, ...]:
-    """`kv_flags` are the engine's flags that change what a KV budget holds (`KV_FLAGS`)."""
+    """`kv_flags` are the engine's flags that change what a KV budget holds (`KV_FLAGS`);
+    `settings` its KV dtype and pipeline size (a live seat's dtype as its log states it)."""
     flags = tuple((f, flag_value(args, f)) for f in kv_flags if f in args)
-    dtype = (dtype or kv_dtype(args)).strip().lower()
-    return (model.rstrip("/"), tp, pipeline_parallel(args), dtype, spec, budget, flags)
+    dtype = settings.dtype.strip().lower()
+    return (model.rstrip("/"), tp, settings.pipeline_parallel, dtype, spec, budget, flags)

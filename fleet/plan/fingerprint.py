@@ -32,6 +32,11 @@ def fingerprint(
             gateway = observation.gateway
             prints["gateway/config"] = _sha(gateway.config_text or "") if gateway else "absent"
             continue
+        if action.kind is ActionKind.FETCH_MODEL:
+            host = observation.hosts.get(action.host)
+            key = f"host/{action.host}/model/{action.target}"
+            prints[key] = _model_print(host, action.target) if host else "not observed"
+            continue
         prints.update(_seat_prints(desired, observation, action))
     return dict(sorted(prints.items()))
 
@@ -68,7 +73,9 @@ def _model_print(host: ObservedHost, model: str) -> str:
     if path in host.missing_paths:
         return "missing"
     info = host.models.get(path)
-    return f"present {_sha(info.model_dump_json())}" if info is not None else "present"
+    if info is None:
+        return "present"
+    return f"present {_sha(info.model_dump_json(exclude={'files'}))}"  # not its files' atimes
 
 
 def moved(saved: dict[str, str], now: dict[str, str]) -> list[str]:

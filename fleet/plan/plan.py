@@ -16,7 +16,7 @@ from fleet.base import CoreModel
 from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
-from fleet.plan import blockers, fit
+from fleet.plan import blockers, fetch, fit
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
 from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
@@ -57,8 +57,10 @@ class Plan(CoreModel):
             self.count(k)
             for k in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS, ActionKind.REMOVE_ALIAS)
         )
+        fetches = self.count(ActionKind.FETCH_MODEL)
         return (
-            f"{self.count(ActionKind.CREATE_SEAT)} to create, "
+            (f"{fetches} model{'s' if fetches > 1 else ''} to fetch, " if fetches else "")
+            + f"{self.count(ActionKind.CREATE_SEAT)} to create, "
             f"{self.count(ActionKind.REPLACE_SEAT)} to replace, "
             f"{self.count(ActionKind.REMOVE_SEAT)} to remove, {aliases} alias changes"
         )
@@ -88,6 +90,7 @@ def make_plan(
         seat_actions, noop = _seat_action(desired, observation, name)
         actions += [_predicted(desired, observation, a) for a in seat_actions]
         noops += [noop] if noop else []
+    actions += fetch.fetch_actions(desired, observation, only_seats)
     actions += alias_actions(desired, observation, only=only_seats)
     actions += _removals(desired, observation, prune, only_seats)
     if not any(a.wave is Wave.GATEWAY for a in actions) and observation.gateway is not None:

@@ -23,15 +23,10 @@ from enum import StrEnum
 from pydantic import Field
 
 from fleet.base import CoreModel
+from fleet.engines import engine_for
+from fleet.engines.kv import KvSettings
 from fleet.engines.report import EngineReport
-from fleet.facts.kv_estimate import (
-    GIB,
-    KvLayout,
-    kv_dtype,
-    kv_dtype_bytes,
-    pipeline_parallel,
-    uniform_layout,
-)
+from fleet.facts.kv_estimate import GIB, KvLayout, kv_dtype_bytes, uniform_layout
 from fleet.facts.model_config import ModelFacts
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
 from fleet.plan.exact_log import exact_log
@@ -226,8 +221,8 @@ def _layout(
     host: ObservedHost, seat: Seat, info: ModelInfo | None, facts: ModelFacts | None
 ) -> tuple[KvLayout | None, str]:
     """The KV layout from config.json facts, else from the summary observation keeps."""
-    dtype = kv_dtype(seat.extra_args)
-    tp, pp = len(seat.gpus), pipeline_parallel(seat.extra_args)
+    settings = _kv_settings(seat)
+    dtype, tp, pp = settings.dtype, len(seat.gpus), settings.pipeline_parallel
     if facts is not None:
         layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)))
         return layout, "" if layout else f"config.json of {seat.model} is too thin to size KV"
@@ -244,6 +239,11 @@ def _layout(
     return uniform_layout(per_token), ""
 
 
+def _kv_settings(seat: Seat) -> KvSettings:
+    """What of the seat's engine flags changes its KV layout (dtype, pipeline size)."""
+    return engine_for(seat.engine).kv_settings(seat.extra_args, None)
+
+
 def _draft_info(host: ObservedHost, seat: Seat) -> ModelInfo | None:
     spec = seat.speculative
     return host.models.get(spec.draft_model.rstrip("/")) if spec and spec.draft_model else None
@@ -251,7 +251,7 @@ def _draft_info(host: ObservedHost, seat: Seat) -> ModelInfo | None:
 
 def _weights_mib(host: ObservedHost, seat: Seat, info: ModelInfo | None) -> int | None:
     """Per-GPU weights: logged by a seat of the same model and parallel layout, else on disk."""
-    tp, pp = len(seat.gpus), pipeline_parallel(seat.extra_args)
+    tp, pp = len(seat.gpus), _kv_settings(seat).pipeline_parallel
     for live in sorted(host.seats, key=lambda s: (s.name != seat.name, s.name)):
         engine = live.engine
         same = (live.model or "").rstrip("/") == seat.model.rstrip("/")

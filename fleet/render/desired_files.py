@@ -14,8 +14,8 @@ import json
 import posixpath
 from dataclasses import dataclass, field
 
+from fleet.gateways import kind_of
 from fleet.observed.models import Observation, ObservedHost
-from fleet.render.imported_gateway import gateway_file
 from fleet.render.imported_seat import ImportedSeat, import_seat, seat_name
 
 HEADER = "# Imported by `fleet import` from what runs on {where}. Review, then commit.\n"
@@ -74,7 +74,10 @@ def import_fleet(
             taken.add(seat.name)
             seats.append(seat)
     if gateway is not None:
-        text, aliases = gateway_file(gateway, seats, access, observation)
+        proxy = gateway[0]
+        address = access[proxy].address if proxy in access else proxy
+        where = seat_addresses(seats, access, observation)
+        text, aliases = kind_of(None).imported_file(gateway, address, where, observation)
         result.files["gateway.yaml"] = text
         seats = [s.with_aliases(aliases.get(s.name, ())) for s in seats]
     for seat in seats:
@@ -83,6 +86,26 @@ def import_fleet(
         result.notes += [f"{seat.name}: {note}" for note in seat.notes]
     result.variables = sorted(set(result.variables))
     return result
+
+
+def seat_addresses(
+    seats: list[ImportedSeat], access: dict[str, HostAccess], observation: Observation
+) -> dict[tuple[str, int], str]:
+    """(address, port) -> the imported seat that answers there (its host's address, and
+    every address its ports are published on)."""
+    where: dict[tuple[str, int], str] = {}
+    for seat in seats:
+        values = {key: value for key, value, _ in seat.lines}
+        host = str(values["host"])
+        port = int(str(values["port"]))
+        for address in {access[host].address, *_published(observation, host)}:
+            where[(address, port)] = seat.name
+    return where
+
+
+def _published(observation: Observation, host: str) -> set[str]:
+    seats = observation.hosts[host].seats if host in observation.hosts else ()
+    return {p.split(":")[0] for s in seats for p in s.container.ports if p}
 
 
 def host_file(host: ObservedHost, access: HostAccess) -> str:

@@ -22,6 +22,7 @@ STYLE_OF = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "d
 
 MARKDOWN_LIMIT = 60_000
 SYMBOL = {
+    ActionKind.FETCH_MODEL: ("+", "green"),
     ActionKind.CREATE_SEAT: ("+", "green"),
     ActionKind.ADD_ALIAS: ("+", "green"),
     ActionKind.REPLACE_SEAT: ("~", "yellow"),
@@ -38,6 +39,8 @@ def title(action: Action) -> str:
     noun = action.kind.value.split("-", 1)[1]
     if noun == "gateway":
         return f"restart gateway on {action.host}"
+    if noun == "model":
+        return f"model {action.target.rstrip('/').rsplit('/', 1)[-1]} on {action.host}"
     return f"{noun} {action.target}" + (f" on {action.host}" if noun == "seat" else "")
 
 

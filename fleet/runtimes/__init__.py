@@ -3,7 +3,11 @@
 A host names its runtime in desired/hosts/<host>.yaml (`runtime: compose`, the default).
 The protocol is `fleet.runtimes.base.Runtime`:
 
-- `NAME`, and `DEFINITION`: what plan calls a seat's definition (`compose definition`);
+- `NAME`, and `DEFINITION`: what plan calls a seat's definition (`compose definition`),
+  `RESTORED`: what a rollback says it put back, `MANAGED_BY`: what fleet's seats are under;
+- `check_image(seat, policy, src)`: the offline rules on a seat's `image` (a container
+  image's tag and digest; a unit's executable path), run by `validate_fleet` here beside
+  the spec's and the engines' rules;
 - `host_facts(host)` / `seat_facts(seat)`: the fact-script entries (`Fact.entry` of the
   runtime's own `fleet.facts.script.Fact`s) about the seats the host runs, and about one
   seat for the health gate;
@@ -23,19 +27,30 @@ definition, start, stop, replace, remove, restart, read a log, find a port) is i
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 
+from fleet.engines import validate_fleet as validate_engines
 from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
 from fleet.facts.host_facts import host_entries
 from fleet.facts.script import script
 from fleet.runtimes.base import Runtime, SeatInstances
 from fleet.runtimes.compose import COMPOSE
 from fleet.runtimes.systemd import SYSTEMD
-from fleet.spec.models import Host
+from fleet.spec.load import LoadedFleet, Sources
+from fleet.spec.models import DesiredFleet, Host
+from fleet.spec.problems import Problem
 
 RUNTIMES: dict[str, Runtime] = {COMPOSE.NAME: COMPOSE, SYSTEMD.NAME: SYSTEMD}
 
-__all__ = ["RUNTIMES", "Runtime", "SeatInstances", "host_script", "runtime_for", "seat_script"]
+__all__ = [
+    "RUNTIMES",
+    "Runtime",
+    "SeatInstances",
+    "host_script",
+    "runtime_for",
+    "seat_script",
+    "validate_fleet",
+]
 
 
 def runtime_for(host: Host | str) -> Runtime:
@@ -43,15 +58,20 @@ def runtime_for(host: Host | str) -> Runtime:
     return RUNTIMES[host if isinstance(host, str) else host.runtime]
 
 
-def host_script(host: Host, model_paths: Iterable[str]) -> str:
+def host_script(
+    host: Host,
+    model_paths: Iterable[str],
+    sources: Mapping[str, tuple[str, str]] | None = None,
+) -> str:
     """The fact script of a host: its GPUs, what its runtime reports of its seats, its
-    models, its apply lock and journal (one round trip)."""
+    models (and the sources of those a fetch would fill), its apply lock and journal
+    (one round trip)."""
     return script(
         (
             GPUS.entry(),
             GPU_PROCESSES.entry(),
             *runtime_for(host).host_facts(host),
-            *host_entries(host.models_root, list(model_paths), host.compose_dir),
+            *host_entries(host.models_root, list(model_paths), host.compose_dir, sources),
         )
     )
 
@@ -59,3 +79,19 @@ def host_script(host: Host, model_paths: Iterable[str]) -> str:
 def seat_script(host: Host, seat: str) -> str:
     """What the health gate reads about one seat on its host (one round trip)."""
     return script((GPUS.entry(), GPU_PROCESSES.entry(), *runtime_for(host).seat_facts(seat)))
+
+
+def check_images(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
+    """Each seat's `image` as its host's runtime runs it (compose, the default, where the
+    host is not known: placement names that problem)."""
+    policy = desired.settings.images
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
+        host = desired.hosts.get(seat.host)
+        runtime = runtime_for(host) if host is not None else COMPOSE
+        yield from runtime.check_image(seat, policy, src)
+
+
+def validate_fleet(loaded: LoadedFleet) -> list[Problem]:
+    """Every problem in desired/: the spec's rules, each engine's and each host runtime's
+    (what the commands run)."""
+    return validate_engines(loaded, (check_images,))

@@ -14,6 +14,7 @@ hash) and the reconciler (fact scripts, adapters).
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from pydantic import Field
@@ -21,7 +22,9 @@ from pydantic import Field
 from fleet.base import CoreModel
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.script import FactOutput
-from fleet.spec.models import DesiredFleet, Host, Seat
+from fleet.spec.load import Sources
+from fleet.spec.models import DesiredFleet, Host, ImagePolicy, Seat
+from fleet.spec.problems import Problem
 
 
 class SeatInstances(CoreModel):
@@ -43,10 +46,19 @@ class SeatInstances(CoreModel):
 
 class Runtime(Protocol):
     """One host runtime. `NAME` is what `runtime:` in desired/hosts/<host>.yaml says;
-    `DEFINITION` names a seat's definition in a plan (`compose definition: a -> b`)."""
+    `DEFINITION` names a seat's definition in a plan (`compose definition: a -> b`);
+    `RESTORED` what a rollback puts back on a host (`compose file on HOST`); `MANAGED_BY`
+    what a seat fleet runs is under, as plan says of an adopted hand-made one."""
 
     NAME: str
     DEFINITION: str
+    RESTORED: str
+    MANAGED_BY: str
+
+    def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
+        """Offline rules on a seat's `image` as this runtime runs it (a container image's
+        tag and digest, an executable's path)."""
+        ...
 
     def host_facts(self, host: Host) -> tuple[str, ...]:
         """The fact-script entries (`Fact.entry`) about every seat instance on the host and

@@ -15,6 +15,7 @@ GPU process belongs to the unit its cgroup names. What runs these is
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterator
 from typing import Any
 
 from fleet.facts.cgroup import parse_cgroup_unit
@@ -26,7 +27,10 @@ from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import SeatInstances
 from fleet.secrets import mask_argv, mask_env_value
-from fleet.spec.models import DesiredFleet, Host, Seat
+from fleet.spec.load import Sources
+from fleet.spec.models import DesiredFleet, Host, ImagePolicy, Seat
+from fleet.spec.problems import Problem
+from fleet.spec.seat_rules import seat_file
 
 ENGINE_EXECUTABLES = r"(llama-server|vllm)"  # a hand-made unit of these is an engine's
 
@@ -181,6 +185,14 @@ class SystemdRuntime:
 
     NAME = "systemd"
     DEFINITION = "unit definition"
+    RESTORED = "unit files"
+    MANAGED_BY = "fleet's units"
+
+    def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
+        """The unit's executable: `image` is the engine's absolute path on the host."""
+        if not seat.image.startswith("/"):
+            message = f"on systemd host {seat.host}, image is the engine's executable path"
+            yield src.problem(seat_file(seat), ("image",), f"{message}, not {seat.image!r}")
 
     def host_facts(self, host: Host) -> tuple[str, ...]:
         return (UNITS.entry(HOST_UNITS),)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 
 from fleet.spec.messages import describe_error
+from fleet.spec.model_origin import error_loc
 from fleet.spec.models import DesiredFleet, FleetSettings, Gateway, Host, Seat
 from fleet.spec.problems import Problem, Severity
 from fleet.yaml_reader import Spot, YamlDoc, read_yaml
@@ -178,6 +179,6 @@ def _build(
         return model.model_validate(data)
     except ValidationError as err:
         for error in err.errors():
-            loc = tuple(error["loc"])
-            problems.append(sources.problem(rel, loc, describe_error(error, model)))
+            loc, message = error_loc(tuple(error["loc"]), describe_error(error, model))
+            problems.append(sources.problem(rel, loc, message))
         return None

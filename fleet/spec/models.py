@@ -10,8 +10,10 @@ from __future__ import annotations
 from typing import Any, Literal
 
 from pydantic import Field, model_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
+from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
 from fleet.units import ByteSize, Seconds
 
 
@@ -103,6 +105,9 @@ class FleetSettings(CoreModel):
     images: ImagePolicy = ImagePolicy()
     ssh: SshSettings = SshSettings()
     reconcile: ReconcileSettings = ReconcileSettings()
+    stores: dict[str, ModelStore] = Field(
+        default_factory=dict, description="Model stores seats' `model.source` names."
+    )
 
 
 class HostSsh(CoreModel):
@@ -176,7 +181,13 @@ class Seat(CoreModel):
         "vllm", description="Engine kind: one of fleet's engine modules (vllm, llama.cpp, ...)."
     )
     image: str = Field(description="Image reference, pinned: repo:tag[@sha256:digest].")
-    model: str = Field(description="Model directory on the host.")
+    model: str = Field(
+        description="Model directory (or GGUF file) on the host, or {path, source, ...}.",
+        json_schema_extra=path_or_mapping,
+    )
+    model_origin: SkipJsonSchema[ModelOrigin | None] = Field(
+        None, description="Written as `model: {path, source, ...}`: how to fetch it."
+    )
     served_name: str = Field(description="Name the engine serves the model under.")
     context: int = Field(description="Context length (max model len) in tokens.")
     kv_cache_bytes: ByteSize | None = Field(None, description="KV-cache budget per GPU.")
@@ -200,6 +211,11 @@ class Seat(CoreModel):
     aliases: tuple[str, ...] = Field((), description="Gateway aliases routed to this seat.")
     extra_args: tuple[str, ...] = Field((), description="Engine arguments passed verbatim.")
     env: dict[str, str] = Field(default_factory=dict, description="Container environment.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _model_mapping(cls, data: Any) -> Any:
+        return split_model_mapping(data)
 
     def band(self, default: ConcurrencyBand) -> ConcurrencyBand:
         """The band this seat is held to."""

@@ -12,7 +12,8 @@ from collections.abc import Callable, Iterator
 from fleet import secrets
 from fleet.spec.images import parse_image
 from fleet.spec.load import LoadedFleet, Sources
-from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
+from fleet.spec.model_rules import check_model_origins
+from fleet.spec.models import ConcurrencyBand, DesiredFleet, ImagePolicy, Seat
 from fleet.spec.problems import Problem, sort_problems
 from fleet.spec.seat_rules import check_memory, check_speculative, seat_file
 
@@ -118,32 +119,25 @@ def check_aliases(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
             )
 
 
-def check_images(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
-    """Untagged or floating tags are errors; a tag without digest follows the policy."""
-    policy = desired.settings.images
-    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
-        ref = parse_image(seat.image)
-        rel, loc = seat_file(seat), ("image",)
-        host = desired.hosts.get(seat.host)
-        if host is not None and host.runtime == "systemd":  # the unit's executable
-            if not seat.image.startswith("/"):
-                message = f"on systemd host {host.name}, image is the engine's executable path"
-                yield src.problem(rel, loc, f"{message}, not {seat.image!r}")
-            continue
-        if ref.tag is None and ref.digest is None:
-            yield src.problem(rel, loc, f"image {seat.image!r} has no tag: pin a version")
-        elif ref.tag in policy.floating_tags:
-            yield src.problem(
-                rel, loc, f"image tag {ref.tag!r} floats: pin a version (and ideally a digest)"
-            )
-        elif ref.digest is None and policy.digest != "ignore":
-            yield src.problem(
-                rel,
-                loc,
-                f"image {seat.image!r} has no @sha256 digest: a "
-                "re-push of the tag changes what runs",
-                warning=policy.digest == "warn",
-            )
+def image_problems(seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
+    """A container image's rules: untagged or floating tags are errors; a tag without
+    digest follows the policy. The host's runtime applies them where its seats run images
+    (`Runtime.check_image`, run by `fleet.runtimes.validate_fleet`)."""
+    ref = parse_image(seat.image)
+    rel, loc = seat_file(seat), ("image",)
+    if ref.tag is None and ref.digest is None:
+        yield src.problem(rel, loc, f"image {seat.image!r} has no tag: pin a version")
+    elif ref.tag in policy.floating_tags:
+        yield src.problem(
+            rel, loc, f"image tag {ref.tag!r} floats: pin a version (and ideally a digest)"
+        )
+    elif ref.digest is None and policy.digest != "ignore":
+        yield src.problem(
+            rel,
+            loc,
+            f"image {seat.image!r} has no @sha256 digest: a re-push of the tag changes what runs",
+            warning=policy.digest == "warn",
+        )
 
 
 def check_ranges(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
@@ -192,8 +186,8 @@ def check_secrets(src: Sources) -> Iterator[Problem]:
 RULES: tuple[Rule, ...] = (
     check_placement,
     check_aliases,
-    check_images,
     check_memory,
     check_speculative,
     check_ranges,
+    check_model_origins,
 )

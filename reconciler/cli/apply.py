@@ -92,6 +92,9 @@ def apply(
     timeout: Annotated[
         float, typer.Option("--timeout", help="Seconds a seat may take to become healthy.")
     ] = 900.0,
+    fetch_timeout: Annotated[
+        float, typer.Option("--fetch-timeout", help="Seconds a model fetch may take.")
+    ] = 6 * 3600.0,
     allow_dirty: Annotated[
         bool,
         typer.Option(
@@ -121,7 +124,9 @@ def apply(
         if plan.blockers:
             raise PlanError(f"{len(plan.blockers)} blocker(s): apply refuses this plan")
         _confirm(plan, auto_approve)
-        options = ApplyOptions(seat_timeout=timeout, clock=clock_of(ctx))
+        options = ApplyOptions(
+            seat_timeout=timeout, fetch_timeout=fetch_timeout, clock=clock_of(ctx)
+        )
         done = apply_plan(repo.desired, connections, plan, options, TerminalReporter(output))
         output.line(f"Applied: {plan.summary()}", style="green")
         output.line(commit_inventory(repo, connections, done, push, plan.desired_commit))

@@ -19,6 +19,7 @@ from reconciler.cli.app import output_of
 from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
+    from fleet.engines.base import Engine
     from fleet.engines.report import EngineReport
     from fleet.facts.model_config import ModelFacts
 
@@ -46,7 +47,7 @@ def explain_log(
     output = output_of(ctx)
     engine, data, report = explain_engine_log(read_text(file))
     if model is not None and engine.ESTIMATES_KV:
-        data["kv_estimate"] = kv_estimate(report, load_model_facts(model))
+        data["kv_estimate"] = kv_estimate(report, load_model_facts(model), engine)
     _print(output, data, as_json, title=f"{engine.LABEL} log {file}")
 
 
@@ -92,13 +93,13 @@ def load_model_facts(path: Path) -> ModelFacts:
     return facts
 
 
-def kv_estimate(report: EngineReport, facts: ModelFacts) -> dict[str, object]:
+def kv_estimate(report: EngineReport, facts: ModelFacts, engine: Engine) -> dict[str, object]:
     """What plan predicts from the config for the log's configuration (the KV cache laid out
     as vLLM lays it out) beside what the engine logged; each `ratio` is logged / estimated."""
     from fleet.facts.kv_estimate import GIB, estimate_kv_bytes_per_token
     from fleet.plan.seat_layout import log_layout
 
-    layout = log_layout(facts, report)
+    layout = log_layout(facts, report, engine)
     tokens = most = None
     context = report.max_model_len
     if layout is not None and report.kv_cache_gib is not None:

@@ -89,7 +89,7 @@ def render(
 ) -> None:
     """Print what apply would write: a host's compose file, or the gateway config."""
     from fleet.errors import FleetError
-    from fleet.render.gateway import render_gateway_config
+    from fleet.gateways import kind_of
     from fleet.runtimes import runtime_for
 
     output = output_of(ctx)
@@ -110,4 +110,4 @@ def render(
         if found is None:
             raise FleetError(f"{gateway.config_path} does not exist on {gateway.host}")
         text = found
-    output.raw(render_gateway_config(text, fleet))
+    output.raw(kind_of(fleet.gateway).render_config(text, fleet, frozenset()))

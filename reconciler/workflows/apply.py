@@ -1,4 +1,5 @@
-"""Execute a plan: seats behind health gates (hosts concurrently), the gateway, removals.
+"""Execute a plan: model fetches (`reconciler.workflows.fetch`), seats behind health gates
+(hosts concurrently), the gateway, removals.
 
 Called by `fleet apply`. Every touched host is locked first. A seat counts as changed only
 once its health gate passes; gateway aliases move only after their seats are healthy. On
@@ -16,6 +17,7 @@ from fleet.errors import ApplyError, FleetError, PlanError
 from fleet.gateways import kind_of
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.plan import Plan
+from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
@@ -24,6 +26,7 @@ from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.drain import drain
+from reconciler.workflows.fetch import FetchOptions, apply_fetch_wave
 from reconciler.workflows.seat_wave import Reporter, Undo, apply_seat_wave, by_host
 
 
@@ -34,6 +37,7 @@ class ApplyOptions:
     seat_timeout: float = 900.0
     gateway_timeout: float = 120.0
     drain_timeout: float = 120.0
+    fetch_timeout: float = 6 * 3600.0
     clock: Clock = SYSTEM_CLOCK
 
 
@@ -88,6 +92,8 @@ def _run(
     undo = Undo()
     done: list[str] = []
     try:
+        fetching = FetchOptions(timeout=options.fetch_timeout, clock=options.clock)
+        done += apply_fetch_wave(desired, connections, plan.actions, fetching, reporter)
         done += apply_seat_wave(
             desired,
             connections,
@@ -196,7 +202,7 @@ def rollback(
             reporter.step(f"{host_name}: remove new seat {service}")
             _try(restored, runtime.remove_seat, conn, desired, host, service)
         runtime.restore(conn, host, previous)
-        restored.append(f"compose file on {host_name}")
+        restored.append(f"{runtime_for(host).RESTORED} on {host_name}")
         for container in undo.adopted[host_name]:
             reporter.step(f"{host_name}: start the hand-made container {container} again")
             _try(restored, hand_made(host).start_hand_made, conn, container)

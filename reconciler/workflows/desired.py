@@ -8,8 +8,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from fleet.engines import validate_fleet
 from fleet.errors import SpecError, ValidationFailed
+from fleet.runtimes import validate_fleet
 from fleet.spec.load import LoadedFleet, load_fleet
 from fleet.spec.models import DesiredFleet
 from fleet.spec.problems import Problem, has_errors

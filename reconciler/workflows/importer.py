@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fleet.engines import validate_fleet
 from fleet.errors import FleetError
 from fleet.observed.models import Observation
 from fleet.render.desired_files import HostAccess, ImportResult, import_fleet
+from fleet.runtimes import validate_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Host, HostSsh
 from fleet.spec.problems import Problem, Severity

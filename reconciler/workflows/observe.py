@@ -17,6 +17,8 @@ from fleet.facts.openai_models import model_ids
 from fleet.gateways import kind_of
 from fleet.observed.assemble import assemble_host
 from fleet.observed.models import BackendProbe, Observation, ObservedGateway, ObservedHost
+from fleet.render import model_fetch
+from fleet.render.model_fetch import temporary_path
 from fleet.runtimes import host_script, runtime_for
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.adapters.http import request_via
@@ -60,7 +62,12 @@ def observe_host(desired: DesiredFleet, conn: HostSession, name: str) -> Observe
         for s in desired.seats_on(name)
         if s.speculative and s.speculative.draft_model
     ]
-    result = conn.run("sh -s", stdin=host_script(spec, paths))
+    sources = {
+        path: (model_fetch.source_listing(origin, desired.settings.stores), temporary_path(path))
+        for (host, path), (origin, _) in model_fetch.fetches(desired).items()
+        if host == name
+    }
+    result = conn.run("sh -s", stdin=host_script(spec, paths, sources))
     observed = assemble_host(name, result.stdout, runtime_for(spec))
     if not spec.gpus and observed.gpu_error:
         observed = observed.model_copy(update={"gpu_error": None})

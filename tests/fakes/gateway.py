@@ -18,7 +18,7 @@ import json
 from dataclasses import dataclass
 
 from fleet.gateways import nginx
-from fleet.observed.gateway_config import parse_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.spec.models import Gateway
 from reconciler.host import CommandResult
 from tests.fakes.clock import FakeClock

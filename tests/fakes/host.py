@@ -20,7 +20,8 @@ fails, every time, with the value as stderr or `exit N: stderr`), makes the next
 of a service crash with `crashes` (the container exits 1 with that line in its log) or
 lose a flag with `drops_arg` (its process runs without that flag and its value, as behind
 an entrypoint wrapper that loses an argument), and names paths that do not exist on the
-host with `missing` (model directories the fact script looks for). `FakeSessions` hands
+host with `missing` (model directories the fact script looks for). Model weights, a store
+and the hub are `tests.fakes.models`'. `FakeSessions` hands
 out the fake hosts by name; a host in its `unreachable` cannot be connected to.
 """
 
@@ -38,8 +39,10 @@ import yaml  # type: ignore[import-untyped]
 
 from fleet.errors import HostError, HostUnreachable
 from reconciler.host import CommandResult, checked
+from tests.fakes import models as fake_models
 from tests.fakes.containers import FakeContainer, fact_output
 from tests.fakes.engines import engine_log, idle_metrics, served_name
+from tests.fakes.models import FakeStore
 
 Handler = Callable[["FakeHost", list[str], str | None], CommandResult]
 
@@ -109,6 +112,16 @@ class FakeHost:
     removed: list[str] = field(default_factory=list)
     routes: dict[tuple[str, int], dict[str, list[Reply]]] = field(default_factory=dict)
     commands: dict[str, Callable[[str], CommandResult]] = field(default_factory=dict)
+    models: dict[str, dict[str, int]] = field(default_factory=dict)  # tests.fakes.models
+    partial: dict[str, dict[str, int]] = field(default_factory=dict)
+    accessed: dict[str, float] = field(default_factory=dict)
+    disk_free: int = 2 * 10**12
+    stores: dict[str, FakeStore] = field(default_factory=dict)
+    hub: dict[str, dict[str, int]] = field(default_factory=dict)
+    has_hf: bool = True
+    tokens: list[str] = field(default_factory=list)
+    copy_limit: int | None = None
+    copied: list[str] = field(default_factory=list)
     _pids: int = 4000
 
     def run(
@@ -120,6 +133,8 @@ class FakeHost:
         for prefix, answer in self.commands.items():  # a test's own commands (a gateway's)
             if command.startswith(prefix):
                 return answer(command)
+        if command.startswith(fake_models.PREFIXES):
+            return fake_models.run(self, command, stdin)
         for pattern, handler in HANDLERS:
             if match := pattern.fullmatch(command):
                 words = [shlex.split(w)[0] if w else "" for w in match.groups()]
@@ -285,8 +300,9 @@ def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
     containers = host.containers
     if match := re.search(r"--filter 'label=fleet\.seat=([^']+)'", stdin):
         containers = {k: c for k, c in containers.items() if c.seat() == match.group(1)}
-    output = fact_output(containers, host.gpus, host.files, host.missing)
-    return CommandResult(0, output, "")
+    output = fact_output(containers, host.gpus, host.files, host.missing - set(host.models))
+    models = "\n".join(fake_models.model_sections(host, stdin)) + "\n@@FLEET end\n"
+    return CommandResult(0, output.replace("@@FLEET end\n", models), "")
 
 
 def _pattern(template: str) -> re.Pattern[str]:

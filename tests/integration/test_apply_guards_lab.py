@@ -12,7 +12,7 @@ from __future__ import annotations
 import git
 import pytest
 
-from fleet.observed.gateway_config import parse_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
 from tests.integration.helpers import FleetRepo, apply, argv_of, chat, drop_front
 
 pytestmark = pytest.mark.lab

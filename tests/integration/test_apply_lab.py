@@ -11,7 +11,7 @@ from pathlib import Path
 import git
 import pytest
 
-from fleet.observed.gateway_config import parse_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
 from tests.integration.helpers import FleetRepo, apply, argv_of, chat, make_repo
 from tests.lab.lab import Lab
 

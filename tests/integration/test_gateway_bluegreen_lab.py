@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from fleet.observed.gateway_config import parse_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.yamltext import dump_yaml, make_yaml
 from tests.integration.helpers import FleetRepo, apply, chat, make_repo
 from tests.lab.lab import Lab

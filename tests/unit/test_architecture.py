@@ -42,7 +42,7 @@ def tree_copy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     [
         ("fleet/_probe.py", "import subprocess", "fleet._probe -> subprocess"),
         ("fleet/_probe.py", "import reconciler.adapters.ssh", "fleet._probe -> reconciler"),
-        ("fleet/observed/_probe.py", "import fleet.render.gateway", "fleet.observed._probe ->"),
+        ("fleet/observed/_probe.py", "import fleet.gateways.litellm", "fleet.observed._probe ->"),
         ("fleet/plan/_probe.py", "import fleet.report.plan_text", "fleet.plan._probe ->"),
         ("fleet/facts/_probe.py", "import fleet.spec.models", "fleet.facts._probe ->"),
         ("reconciler/workflows/_probe.py", "import reconciler.cli.app", "reconciler.workflows._p"),

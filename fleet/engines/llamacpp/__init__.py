@@ -11,9 +11,10 @@ engine-neutral `EngineReport`.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from fleet.engines.base import MetricNames, SeatLine, Shape
+from fleet.engines.kv import KvSettings
 from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import parse_args as parse_args
@@ -178,6 +179,11 @@ def fixed_kv_tokens(seat: Seat) -> int | None:
     return seat.context * slots(seat)
 
 
+def kv_settings(args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings:
+    """The defaults: plan does not lay out a llama.cpp cache (its cells are fixed)."""
+    return KvSettings()
+
+
 def explain(text: str) -> dict[str, object] | None:
     """`fleet explain log --json` for a llama-server log; None when it states nothing."""
     report = parse_llamacpp_log(text)
@@ -239,3 +245,13 @@ def _error_kind(line: str) -> ErrorKind:
 def unsupported_flags(seat: Seat, version: tuple[int, int, int]) -> list[str]:
     """llama.cpp builds are numbered, not released with flag changes fleet tracks."""
     return []
+
+
+def lacks_mtp_layers(
+    method: str,
+    model_types: tuple[str | None, ...],
+    architecture: str | None,
+    layers: int | None,
+) -> bool:
+    """False: llama.cpp drafts with a separate model only."""
+    return False

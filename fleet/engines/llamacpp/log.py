@@ -1,6 +1,6 @@
 """Facts from a llama.cpp `llama-server` log: context, slots, KV buffer, model, offload.
 
-Called by the reconciler on the log of a llama-server seat (journal or `docker logs`) and
+Called by the reconciler on the log of a llama-server seat (journal, container log) and
 by `fleet explain log`. Reads the classic format (`llama_context: n_ctx = 6912`,
 `llama_kv_cache: CUDA0 KV buffer size = 135.00 MiB`) and the timestamped `-lv` format of
 newer builds (`0.22.632.867 I srv load_model: initializing, n_slots = 1, ...`), which
@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 
 from fleet.base import CoreModel
-from fleet.facts._text import clean_lines, to_float, to_int
+from fleet.facts._text import clean_lines, record_first, to_float, to_int
 
 _BUILD = re.compile(r"^build: (\d+ \(\w+\))")
 _BUILD_INFO = re.compile(r"\bbuild_info: b?(\d+)-(\w+)")
@@ -137,15 +137,12 @@ def _collect(line: str, found: dict[str, str]) -> None:
         ("kv_unified", _UNIFIED),
         ("recurrent_state_mib", _RECURRENT),
         ("listen_url", _LISTENING),
+        ("ctx_per_slot", _SLOT_CTX),  # either alternative's group
+        ("parallel_slots", _SLOTS),
     )
-    for key, pattern in simple:
-        if key not in found and (match := pattern.search(line)):
-            found[key] = match.group(1)
+    record_first(line, simple, found)
     if "build" not in found and (match := _BUILD_INFO.search(line)):
         found["build"] = f"{match.group(1)} ({match.group(2)})"
-    for key, pattern in (("ctx_per_slot", _SLOT_CTX), ("parallel_slots", _SLOTS)):
-        if key not in found and (match := pattern.search(line)):
-            found[key] = match.group(1) or match.group(2)
 
 
 def _collect_sizes(

@@ -14,7 +14,10 @@ serves the `sglang:` Prometheus names drain, bench and the reconcile loop read
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from fleet.engines.base import MetricNames, SeatLine, Shape
+from fleet.engines.kv import KvSettings, read_kv_settings
 from fleet.engines.report import EngineReport
 from fleet.engines.sglang.argv import MODULE
 from fleet.engines.sglang.argv import OWN_FLAGS as OWN_FLAGS
@@ -158,6 +161,13 @@ def fixed_kv_tokens(seat: Seat) -> int | None:
     return None
 
 
+def kv_settings(args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings:
+    """`--kv-cache-dtype` and `--pipeline-parallel-size` (`--pp-size`) of an SGLang argv."""
+    return read_kv_settings(
+        args, dtype=("--kv-cache-dtype",), pipeline=("--pipeline-parallel-size", "--pp-size")
+    )
+
+
 def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
     """From SGLang's counters: each verify call is a draft of k tokens that yields its
     accepted tokens and one more, so accepted = generated - verify calls."""
@@ -181,3 +191,13 @@ def explain(text: str) -> dict[str, object] | None:
 def unsupported_flags(seat: Seat, version: tuple[int, int, int]) -> list[str]:
     """Every flag fleet renders is in the 0.5 releases."""
     return []
+
+
+def lacks_mtp_layers(
+    method: str,
+    model_types: tuple[str | None, ...],
+    architecture: str | None,
+    layers: int | None,
+) -> bool:
+    """False: SGLang's NEXTN drafts with its own MTP layers, unchecked."""
+    return False

@@ -19,8 +19,10 @@ from fleet.engines.report import EngineReport
 from fleet.engines.vllm.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.vllm.argv import detect as detect
 from fleet.engines.vllm.argv import parse_args as parse_args
+from fleet.engines.vllm.kv import kv_settings as kv_settings
 from fleet.engines.vllm.log import parse_vllm_log
 from fleet.engines.vllm.rules import check_seat as check_seat
+from fleet.engines.vllm.speculative import lacks_mtp_layers as lacks_mtp_layers
 from fleet.facts.argv import EngineArgs
 from fleet.secrets import mask_argv
 from fleet.spec.models import Seat

@@ -1,6 +1,6 @@
 """Facts from a vLLM startup log: what the engine itself said about a seat.
 
-Called by the reconciler on `docker logs` of an engine container (the apply health gate
+Called by the reconciler on an engine's log as its runtime reads it (the apply health gate
 reads `kv_cache_tokens` from here) and by `fleet explain log`. The formats differ across
 releases (V0 `# GPU blocks`, V1 `GPU KV cache size: N tokens`, the 0.29 one-line KV
 report, the ASCII-art banner since 0.16); lines carry process prefixes such as
@@ -33,7 +33,13 @@ from fleet.engines.vllm.config import (
 )
 from fleet.engines.vllm.errors import collect_error, max_model_len_figures
 from fleet.engines.vllm.lines import WorkerKey, in_rank_order, log_lines, messages, worker_key
-from fleet.facts._text import parse_assignments, parse_dict_literal, to_float, to_int
+from fleet.facts._text import (
+    parse_assignments,
+    parse_dict_literal,
+    record_first,
+    to_float,
+    to_int,
+)
 
 __all__ = [
     "V0_DEFAULT_BLOCK_SIZE",
@@ -110,9 +116,7 @@ def _collect(message: str, found: dict[str, str]) -> None:
         ("kv_cache_tokens", _KV_TOKENS),
         ("banner_model", _BANNER_MODEL),
     )
-    for key, pattern in simple:
-        if key not in found and (match := pattern.search(message)):
-            found[key] = next(group for group in match.groups() if group is not None)
+    record_first(message, simple, found)
     if "version" not in found and (match := _VERSION.search(message)):
         found["version"] = match.group(1) or match.group(2)
     if "max_concurrency" not in found and (match := _CONCURRENCY.search(message)):

@@ -4,6 +4,8 @@ The speculative-decoding methods are vLLM's `SpeculativeMethod` literal (vllm/co
 speculative.py): the plain methods, the EAGLE family, the model-specific MTP heads, DFlash,
 DSpark and the GPU n-gram. Methods that draft with a separate model need `draft_model`;
 n-gram, suffix and MTP heads draft from the prompt or the model itself and must not have one.
+Whether a model has MTP layers an MTP method can draft with: config.json says (its count of
+them), else vLLM's model families and architectures that carry them may (`has_mtp_layers`).
 """
 
 from __future__ import annotations
@@ -53,6 +55,50 @@ DRAFTER_METHODS = frozenset(
 DRAFTLESS_METHODS = frozenset({"ngram", "ngram_gpu", "suffix"}) | MTP_METHODS
 OPEN_METHODS = frozenset({"custom_class", "extract_hidden_states"})
 SPECULATIVE_METHODS = DRAFTER_METHODS | DRAFTLESS_METHODS | OPEN_METHODS
+
+
+def _names(words: str) -> frozenset[str]:
+    return frozenset(words.split())
+
+
+# Model families vLLM drafts MTP tokens for (SpeculativeConfig.hf_config_override).
+MTP_MODEL_TYPES = (
+    _names(
+        "deepseek_v3 deepseek_v32 deepseek_v4 deepseek_mtp glm_moe_dsa dots3_note pangu_ultra_moe "
+        "kimi_k3 ernie4_5_moe nemotron_h nemotron_h_puzzle qwen3_next qwen4_exp qwen4_exp_text "
+        "qwen3_5 qwen3_5_moe qwen3_5_text qwen3_5_moe_text intern_s2_preview interns2_mobius "
+        "bailing_hybrid exaone_moe exaone4_5 longcat_flash longcat_flash_ngram step3p5 step3p7 "
+        "hy_v3 hy_v4 inkling_model inkling_mm_model minimax_m3_vl glm5_next"
+    )
+    | MTP_METHODS
+)
+MTP_ARCHITECTURES = _names(
+    "MiMoForCausalLM MiMoV2ForCausalLM MiMoV2OmniForCausalLM MiMoV2FlashForCausalLM "
+    "Glm4MoeForCausalLM Glm4MoeLiteForCausalLM GlmOcrForConditionalGeneration "
+    "BailingMoeV2_5ForCausalLM BailingMoeV3ForCausalLM Step3p5ForCausalLM "
+    "MiniMaxM3SparseForConditionalGeneration"
+)
+
+
+def has_mtp_layers(
+    model_types: tuple[str | None, ...], architecture: str | None, layers: int | None
+) -> bool | None:
+    """Whether a model carries MTP layers vLLM can draft with (None: cannot tell)."""
+    if layers is not None:
+        return layers > 0
+    if architecture in MTP_ARCHITECTURES or any(t in MTP_MODEL_TYPES for t in model_types):
+        return None
+    return False if architecture or any(model_types) else None
+
+
+def lacks_mtp_layers(
+    method: str,
+    model_types: tuple[str | None, ...],
+    architecture: str | None,
+    layers: int | None,
+) -> bool:
+    """Whether an MTP method is asked of a model that has no MTP layers to draft with."""
+    return method in MTP_METHODS and has_mtp_layers(model_types, architecture, layers) is False
 
 
 def needs_drafter(method: str) -> bool | None:

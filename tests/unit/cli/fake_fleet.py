@@ -20,7 +20,7 @@ from pathlib import Path
 import git
 from ruamel.yaml import YAML
 
-from fleet.render.gateway import render_gateway_config
+from fleet.gateways.litellm.render import render_gateway_config
 from fleet.runtimes.compose import render_compose
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet

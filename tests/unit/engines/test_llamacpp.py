@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from fleet.engines import engine_for, read_process, validate_fleet
+from fleet.engines import engine_for, read_process
 from fleet.observed.assemble import assemble_host
 from fleet.plan.health import Endpoints, HealthState, judge_seat
 from fleet.plan.plan import make_plan
+from fleet.runtimes import validate_fleet
 from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity

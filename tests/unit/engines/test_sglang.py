@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.engines import engine_for, engine_load, explain_log, read_process, validate_fleet
+from fleet.engines import engine_for, engine_load, explain_log, read_process
 from fleet.engines.report import ErrorKind
 from fleet.observed.bench import oom_line
 from fleet.plan.plan import make_plan
+from fleet.runtimes import validate_fleet
 from fleet.runtimes.compose import render_service
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Seat

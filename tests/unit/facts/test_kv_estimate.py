@@ -8,14 +8,13 @@ from types import ModuleType
 
 import pytest
 
+from fleet.engines import vllm
 from fleet.engines.vllm.log import parse_vllm_log
 from fleet.facts.kv_estimate import (
     GIB,
     estimate_kv_bytes_per_token,
     estimate_kv_tokens,
-    kv_dtype,
     kv_layout,
-    pipeline_parallel,
 )
 from fleet.facts.model_config import ModelFacts, parse_model_config
 from tests.conftest import CORPUS, REPO
@@ -254,7 +253,8 @@ def test_layout_tokens_against_a_logged_budget() -> None:
     ids=["defaults", "separate-values", "equals-values", "not-a-number"],
 )
 def test_flags_that_change_the_layout(argv: tuple[str, ...], dtype: str, pp: int) -> None:
-    assert (kv_dtype(argv), pipeline_parallel(argv)) == (dtype, pp)
+    settings = vllm.kv_settings(argv, None)
+    assert (settings.dtype, settings.pipeline_parallel) == (dtype, pp)
 
 
 def test_report_script_names_the_kinds_outside_five_percent(

@@ -13,8 +13,9 @@ from collections.abc import Mapping, Sequence
 
 from fleet.engines.vllm.log import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
+from fleet.gateways.litellm.config import parse_gateway_config
+from fleet.gateways.litellm.render import render_gateway_config
 from fleet.observed.assemble import observed_seat
-from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import (
     BackendProbe,
     ModelInfo,
@@ -24,7 +25,6 @@ from fleet.observed.models import (
     ObservedHost,
     ObservedSeat,
 )
-from fleet.render.gateway import render_gateway_config
 from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
 from tests.unit.plan.live_argv import live_argv

@@ -8,7 +8,7 @@ import re
 import pytest
 
 from fleet.facts.journal import last_gateway_restart
-from fleet.observed.gateway_config import parse_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.plan.actions import ActionKind
 from fleet.plan.plan import make_plan
 from fleet.spec.models import DesiredFleet

@@ -6,11 +6,11 @@ from collections.abc import Callable
 
 import pytest
 
-from fleet.observed.gateway_config import parse_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
+from fleet.gateways.litellm.render import render_gateway_config
 from fleet.observed.models import GpuProcessUse, Observation, ObservedHost, ObservedSeat
 from fleet.plan.actions import ActionKind
 from fleet.plan.plan import Plan, make_plan
-from fleet.render.gateway import render_gateway_config
 from fleet.runtimes.compose import render_service
 from fleet.spec.models import DesiredFleet, Seat
 from tests.unit.plan.fakes import gateway_in_sync, in_sync, live_seat

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from fleet.observed.gateway_config import parse_gateway_config
-from fleet.render.gateway import desired_entries, render_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
+from fleet.gateways.litellm.render import desired_entries, render_gateway_config
 from tests.conftest import CORPUS
 from tests.unit.render.test_compose import example
 

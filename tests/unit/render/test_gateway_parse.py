@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from fleet.errors import GatewayError
-from fleet.observed import gateway_config
-from fleet.observed.gateway_config import parse_gateway_config, read_config
-from fleet.render.gateway import render_gateway_config
+from fleet.gateways.litellm import config as gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config, read_config
+from fleet.gateways.litellm.render import render_gateway_config
 from tests.unit.plan.fakes import gateway_in_sync
 from tests.unit.render.test_compose import example
 from tests.unit.render.test_gateway import CORPUS_CONFIGS, GOLDEN

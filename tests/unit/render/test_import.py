@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json
 
-from fleet.engines import validate_fleet
+from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.observed.assemble import assemble_host
-from fleet.observed.gateway_config import parse_gateway_config
 from fleet.observed.models import Observation, ObservedGateway
 from fleet.plan.plan import make_plan
 from fleet.render.desired_files import HostAccess, import_fleet
+from fleet.runtimes import validate_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Severity
 from tests.unit.observe.test_assemble import GPU0, GPU1, container

@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fleet.render.gateway import desired_entries
+from fleet.gateways.litellm.render import desired_entries
 from fleet.yamltext import dump_yaml, make_yaml, plain_dump
 from tests.unit.render.test_compose import example
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from fleet.engines import validate_fleet
+from fleet.runtimes import validate_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Problem
 
@@ -91,6 +91,12 @@ CASES = [
         "unknown-runtime",
         [("hosts/tower.yaml", "gpus:\n", "runtime: kubernetes\ngpus:\n")],
         "desired/hosts/tower.yaml:6: error: runtime: expected one of 'compose'",
+    ),
+    (
+        "systemd-image-is-an-executable",
+        [("hosts/tower.yaml", "gpus:\n", "runtime: systemd\ngpus:\n")],
+        "desired/seats/sec.yaml:5: error: on systemd host tower, image is the engine's "
+        "executable path, not 'vllm/vllm-openai:v0.18.0'",
     ),
     (
         "name-not-file",

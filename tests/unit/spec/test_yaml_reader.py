@@ -18,7 +18,7 @@ from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import ScalarNode
 from ruamel.yaml.resolver import VersionedResolver, implicit_resolvers
 
-from fleet.engines import validate_fleet
+from fleet.runtimes import validate_fleet
 from fleet.spec import load
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Problem

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from fleet.errors import GatewayError
-from fleet.render.gateway import render_gateway_config
+from fleet.gateways.litellm.render import render_gateway_config
 from fleet.spec.models import DesiredFleet
 from reconciler.workflows.gateway import switch_config
 from tests.fakes.clock import FakeClock

@@ -1,11 +1,12 @@
 """LiteLLM, the gateway kind: its config file, fleet's entries in it, and its endpoints.
 
 The config is LiteLLM's proxy YAML (`model_list`, `router_settings.fallbacks`), read by
-`fleet.observed.gateway_config` and spliced by `fleet.render.gateway` (entries marked
-`model_info.id: fleet:<seat>:<alias>`; `model_info` carries the seat's context). A proxy
-is ready when `/health/liveliness` answers, lists its aliases on `/v1/models` (OpenAI's
-list) and answers `/v1/chat/completions`; the key goes in `Authorization: Bearer`.
-Used through `fleet.gateways.kind_of`.
+`fleet.gateways.litellm.config` and spliced by `fleet.gateways.litellm.render` (entries
+marked `model_info.id: fleet:<seat>:<alias>`; `model_info` carries the seat's context);
+`fleet import` writes gateway.yaml from a config as it is
+(`fleet.gateways.litellm.imported`). A proxy is ready when `/health/liveliness` answers,
+lists its aliases on `/v1/models` (OpenAI's list) and answers `/v1/chat/completions`; the
+key goes in `Authorization: Bearer`. Used through `fleet.gateways.kind_of`.
 """
 
 from __future__ import annotations
@@ -13,8 +14,11 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.facts.openai_models import model_ids
-from fleet.observed.gateway_config import GatewayConfig, parse_gateway_config
-from fleet.render.gateway import desired_entries, render_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
+from fleet.gateways.litellm.imported import gateway_file
+from fleet.gateways.litellm.render import desired_entries, render_gateway_config
+from fleet.observed.gateway_config import GatewayConfig
+from fleet.observed.models import Observation
 from fleet.spec.models import DesiredFleet
 
 
@@ -51,6 +55,16 @@ class LiteLLM:
     def headers(self, key: str | None) -> dict[str, str]:
         """Bearer authorization with the master key."""
         return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def imported_file(
+        self,
+        gateway: tuple[str, str, str | None],
+        address: str,
+        where: dict[tuple[str, int], str],
+        observation: Observation,
+    ) -> tuple[str, dict[str, tuple[str, ...]]]:
+        """gateway.yaml from the LiteLLM config as it is."""
+        return gateway_file(gateway, address, where, observation)
 
 
 LITELLM = LiteLLM()

@@ -1,10 +1,10 @@
 """The gateway of an imported fleet: gateway.yaml from the LiteLLM config as it is.
 
-Called by `fleet.render.desired_files`. An entry whose `api_base` is an imported seat's
-address and port becomes one of that seat's aliases; its extra `litellm_params` become
-`alias_params` (a literal key is replaced by an `os.environ/` reference); the provider
-prefix is the one those entries use. Every other entry stays foreign: fleet never
-touches it.
+Called by `fleet.render.desired_files` through the LiteLLM gateway kind. An entry whose
+`api_base` is an imported seat's address and port (`where`) becomes one of that seat's
+aliases; its extra `litellm_params` become `alias_params` (a literal key is replaced by an
+`os.environ/` reference); the provider prefix is the one those entries use. Every other
+entry stays foreign: fleet never touches it.
 """
 
 from __future__ import annotations
@@ -12,27 +12,26 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fleet.errors import FleetError
-from fleet.observed.gateway_config import GatewayEntry, parse_gateway_config
+from fleet.gateways.litellm.config import parse_gateway_config
+from fleet.observed.gateway_config import GatewayEntry
 from fleet.observed.models import Observation
 from fleet.secrets import SECRET_KEY_NAMES
-
-if TYPE_CHECKING:
-    from fleet.render.desired_files import HostAccess
-    from fleet.render.imported_seat import ImportedSeat
 
 ROUTED = ("model", "api_base")
 
 
 def gateway_file(
     gateway: tuple[str, str, str | None],
-    seats: list[ImportedSeat],
-    access: dict[str, HostAccess],
+    address: str,
+    where: dict[tuple[str, int], str],
     observation: Observation,
 ) -> tuple[str, dict[str, tuple[str, ...]]]:
-    """gateway.yaml's text and, per seat name, the aliases routing to it."""
+    """gateway.yaml's text and, per seat name, the aliases routing to it. `gateway` is
+    (host, config path, config text), `address` the host's, `where` (address, port) -> the
+    imported seat that answers there."""
     host, path, text = gateway
     entries: tuple[GatewayEntry, ...] = ()
     if text is not None:
@@ -40,16 +39,15 @@ def gateway_file(
             entries = parse_gateway_config(text).entries
         except FleetError:
             entries = ()
-    where = _seat_addresses(seats, access, observation)
     routed: dict[str, list[GatewayEntry]] = {}
     for entry in entries:
-        seat = where.get(_host_port(entry.api_base))
+        found = _host_port(entry.api_base)
+        seat = where.get(found) if found else None
         if seat is not None:
             routed.setdefault(seat, []).append(entry)
     mine = [e for group in routed.values() for e in group]
     out = "# Imported by `fleet import` from the LiteLLM config as it is. Review, then commit.\n"
     out += f"host: {json.dumps(host)}  # --gateway\nconfig_path: {json.dumps(path)}  # --gateway\n"
-    address = access[host].address if host in access else host
     out += f"url: {json.dumps(f'http://{address}:4000')}  # LiteLLM's default port: check it\n"
     out += "master_key: ${LITELLM_MASTER_KEY}  # from the environment, never stored\n"
     out += f"restart: {{container: {json.dumps(_proxy_container(observation, host))}}}"
@@ -70,24 +68,6 @@ def gateway_file(
 def _host_port(api_base: str | None) -> tuple[str, int] | None:
     match = re.match(r"https?://([^/:]+):(\d+)", api_base or "")
     return (match.group(1), int(match.group(2))) if match else None
-
-
-def _seat_addresses(
-    seats: list[ImportedSeat], access: dict[str, HostAccess], observation: Observation
-) -> dict[tuple[str, int] | None, str]:
-    where: dict[tuple[str, int] | None, str] = {}
-    for seat in seats:
-        values = {key: value for key, value, _ in seat.lines}
-        host = str(values["host"])
-        port = int(str(values["port"]))
-        for address in {access[host].address, *_published(observation, host)}:
-            where[(address, port)] = seat.name
-    return where
-
-
-def _published(observation: Observation, host: str) -> set[str]:
-    seats = observation.hosts[host].seats if host in observation.hosts else ()
-    return {p.split(":")[0] for s in seats for p in s.container.ports if p}
 
 
 def _prefix(entries: list[GatewayEntry]) -> str:

@@ -1,7 +1,8 @@
 """Edit a LiteLLM config so that fleet's aliases match desired/, touching nothing else.
 
-Called by `fleet render gateway`, plan and apply. The edit is a splice of text lines, not a
-re-dump: the parsed config (`gateway_config.read_config`, one parse per text) tells where
+Reached through the LiteLLM gateway kind (`fleet render gateway`, plan and apply). The
+edit is a splice of text lines, not a re-dump: the parsed config
+(`fleet.gateways.litellm.config.read_config`, one parse per text) tells where
 each `model_list` item and fallback item starts and ends, fleet replaces only its own
 items (`model_info.id: fleet:<seat>:<alias>`; `model_info` also carries the seat's context
 as `max_input_tokens` and `max_tokens`, which LiteLLM does not learn from the engine and
@@ -16,8 +17,9 @@ from collections.abc import Callable
 from typing import Any
 
 from fleet.errors import GatewayError
+from fleet.gateways.litellm.config import config_of, read_config
 from fleet.names import entry_id, is_managed_entry
-from fleet.observed.gateway_config import GatewayConfig, config_of, read_config
+from fleet.observed.gateway_config import GatewayConfig
 from fleet.spec.models import DesiredFleet
 from fleet.yaml_reader import Spot, YamlDoc
 from fleet.yamltext import dump_yaml

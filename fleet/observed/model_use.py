@@ -1,0 +1,82 @@
+"""Which seats use each model on a host, and the findings about models on disk.
+
+Pure: called by `fleet.observed.findings.find_issues` and by `fleet.report.models`
+(`fleet models`). A model is used when a seat of desired/ on its host loads it (or drafts
+with it) or a seat container there, running or not, was started on it. Findings: a model
+nothing uses is `unused-model` (info: `fleet models prune` can free it); a model whose
+files no longer match the list fleet recorded when it fetched it (a file gone, added or
+resized) is `model-changed` (a warning: sizes are checked at every observation; digests
+only right after a copy, as hashing weights at every observe would read them all).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from fleet.base import Severity
+from fleet.observed.models import ModelInfo, Observation, ObservedHost
+from fleet.spec.models import DesiredFleet
+
+
+def desired_users(desired: DesiredFleet, host: str, path: str) -> list[str]:
+    """Seats of desired/ on this host that load or draft with the model at `path`."""
+    wanted = path.rstrip("/")
+    users = []
+    for seat in desired.seats_on(host):
+        drafter = seat.speculative.draft_model if seat.speculative else None
+        if wanted in {seat.model.rstrip("/"), (drafter or "").rstrip("/")}:
+            users.append(seat.name)
+    return users
+
+
+def live_users(host: ObservedHost, path: str) -> list[str]:
+    """Seat containers on the host started on the model at `path` (running or not)."""
+    wanted = path.rstrip("/")
+    return sorted(s.name for s in host.seats if (s.model or "").rstrip("/") == wanted)
+
+
+def users(desired: DesiredFleet, host: ObservedHost, path: str) -> list[str]:
+    """Everything that uses the model: desired/ seats and live seat containers."""
+    return sorted(set(desired_users(desired, host.name, path)) | set(live_users(host, path)))
+
+
+def changes(info: ModelInfo) -> list[str]:
+    """How a fetched model's files differ from what fleet recorded (empty: they match)."""
+    if info.recorded is None or info.files is None:
+        return []
+    found = []
+    for name in sorted(set(info.recorded) | set(info.files)):
+        label = name or "the file"
+        recorded, now = info.recorded.get(name), info.files.get(name)
+        if now is None:
+            found.append(f"{label} is gone")
+        elif recorded is None:
+            found.append(f"{label} was added")
+        elif recorded.size != now.size:
+            found.append(f"{label} is {now.size} bytes, was {recorded.size}")
+    return found
+
+
+def model_findings(desired: DesiredFleet, observation: Observation) -> Iterator[tuple[str, ...]]:
+    """(kind, target, message, severity) of each unused or changed model."""
+    for host in sorted(observation.hosts.values(), key=lambda h: h.name):
+        if not host.reachable:
+            continue
+        for path, info in sorted(host.models.items()):
+            target = f"{host.name}:{path}"
+            if not users(desired, host, path):
+                size = f"{info.size_bytes} bytes" if info.size_bytes is not None else "size unknown"
+                yield (
+                    "unused-model",
+                    target,
+                    f"no seat of desired/ or container uses it ({size}); "
+                    "`fleet models prune` frees it",
+                    Severity.INFO.value,
+                )
+            if found := changes(info):
+                yield (
+                    "model-changed",
+                    target,
+                    "changed since fleet fetched it: " + "; ".join(found),
+                    Severity.WARNING.value,
+                )

@@ -1,0 +1,134 @@
+"""`fleet models`: every model directory and GGUF file on every host, and what prune frees.
+
+Pure: called by `reconciler.workflows.models` with desired/ and an observation. A row
+says where a model is, its size, the seats that use it (`fleet.observed.model_use`), its
+lineage (the `.PROVENANCE.txt` beside it, as the inventory reads it) and when its files
+were last read (their atime: under `relatime` a day's resolution at best). Prune takes
+the unused models of the hosts asked for, last read before the cut-off (`--older-than`),
+and only direct entries of the host's `models_root`: never a model a seat of desired/ or
+a container on the host uses, never anything outside the root, never a hidden entry (a
+fetch's `.<name>.partial`). Also the progress line of a fetch: bytes, rate, ETA.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from fleet.base import CoreModel
+from fleet.observed.model_use import users
+from fleet.observed.models import ModelInfo, Observation
+from fleet.spec.models import DesiredFleet
+from fleet.units import human_bytes
+
+
+class ModelRow(CoreModel):
+    """One model on one host."""
+
+    host: str
+    path: str
+    size_bytes: int | None
+    seats: tuple[str, ...]
+    lineage: str | None
+    last_used: float | None  # seconds since the epoch; None: not read
+
+    @property
+    def unused(self) -> bool:
+        """Nothing uses it."""
+        return not self.seats
+
+
+def model_rows(desired: DesiredFleet, observation: Observation) -> list[ModelRow]:
+    """A row per model on every reachable host, by host and path."""
+    rows = []
+    for host in sorted(observation.hosts.values(), key=lambda h: h.name):
+        for path, info in sorted(host.models.items()):
+            rows.append(
+                ModelRow(
+                    host=host.name,
+                    path=path,
+                    size_bytes=info.size_bytes,
+                    seats=tuple(users(desired, host, path)),
+                    lineage=_lineage(info),
+                    last_used=_last_read(info),
+                )
+            )
+    return rows
+
+
+def _lineage(info: ModelInfo) -> str | None:
+    return "; ".join(f"{k}: {v}" for k, v in sorted(info.lineage.items())) or None
+
+
+def _last_read(info: ModelInfo) -> float | None:
+    times = [f.accessed for f in (info.files or {}).values() if f.accessed is not None]
+    return max(times) if times else None
+
+
+def within_root(root: str, path: str) -> bool:
+    """A direct, visible entry of the models root (what prune may ever remove)."""
+    parent, _, name = path.rstrip("/").rpartition("/")
+    visible = bool(name) and not name.startswith(".") and ".." not in path
+    return visible and parent == root.rstrip("/")
+
+
+def prune_candidates(
+    desired: DesiredFleet,
+    observation: Observation,
+    *,
+    now: float,
+    hosts: frozenset[str] = frozenset(),
+    older_than: float | None = None,
+) -> list[ModelRow]:
+    """The unused models prune would remove: of `hosts` (all when empty), inside each
+    host's models root, last read more than `older_than` seconds before `now`."""
+    chosen = []
+    for row in model_rows(desired, observation):
+        spec = desired.hosts.get(row.host)
+        if spec is None or not row.unused or (hosts and row.host not in hosts):
+            continue
+        if not within_root(spec.models_root, row.path):
+            continue
+        if older_than is not None and (row.last_used is None or now - row.last_used < older_than):
+            continue
+        chosen.append(row)
+    return chosen
+
+
+def row_line(row: ModelRow) -> str:
+    """`tower  /models/X  65.5 GB  seats: sec  last read 2026-11-02  lineage: ...`."""
+    size = human_bytes(row.size_bytes) if row.size_bytes is not None else "?"
+    seats = ", ".join(row.seats) if row.seats else "unused"
+    read = (
+        datetime.fromtimestamp(row.last_used, UTC).strftime("%Y-%m-%d")
+        if row.last_used is not None
+        else "unknown"
+    )
+    lineage = f"  lineage: {row.lineage}" if row.lineage else ""
+    return f"{row.host}  {row.path}  {size}  seats: {seats}  last read {read}{lineage}"
+
+
+def progress_line(copied: int, total: int, seconds: float) -> str:
+    """`12.0 GB of 65.5 GB (18%), 110 MB/s, ETA 8m05s` (what is known of it)."""
+    rate = copied / seconds if seconds > 0 else 0.0
+    if total <= 0:
+        return f"{human_bytes(copied)} copied, {human_bytes(int(rate))}/s"
+    share = min(copied * 100 // total, 100)
+    left = max(total - copied, 0)
+    eta = f", ETA {_duration(left / rate)}" if rate > 0 else ""
+    return (
+        f"{human_bytes(copied)} of {human_bytes(total)} ({share}%), {human_bytes(int(rate))}/s{eta}"
+    )
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{secs:02d}s"
+
+
+def parse_age(text: str) -> float:
+    """`30d`, `12h`, `90m`, `45s` -> seconds; ValueError otherwise."""
+    units = {"d": 86400, "h": 3600, "m": 60, "s": 1}
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
+        raise ValueError(f"--older-than takes a number and d, h, m or s (30d), not {text!r}")
+    return int(text[:-1]) * units[text[-1]]

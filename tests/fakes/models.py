@@ -1,0 +1,164 @@
+"""Model weights on a `FakeHost`: its model directories, a store it copies from, the hub.
+
+A fake host's `models` maps a model path to its files (relative path -> size; a GGUF
+file's single file is ''), `partial` the temporary directories of copies under way, and
+`disk_free` the bytes its models root's filesystem has left. `stores` are the model
+stores it reaches by address (`FakeStore`: its models, whether it answers) and `hub` the
+Hugging Face repositories `hf download` finds there. These answer the commands
+`fleet.render.model_fetch` renders (rsync under `timeout`, `hf download`, the landed
+listing, sha256sum, the rename), `du -sb`, prune's `rm -rf` and the fact script's model
+sections (`model_sections`). `copy_limit` stops the next copy after that many files,
+exit 20 as rsync says when it is killed; `copied` lists every file a copy transferred,
+so a test sees a resumed copy bring only the rest. A file's digest is `fake_digest`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from fleet.names import PROVENANCE_SUFFIX
+from reconciler.host import CommandResult
+
+if TYPE_CHECKING:
+    from tests.fakes.host import FakeHost
+
+OK = CommandResult(0, "", "")
+ACCESSED = 1_790_000_000.0  # when a fake model's files were last read (2026-09)
+KILLED = CommandResult(20, "", "rsync error: received SIGINT, SIGTERM, or SIGHUP (code 20)")
+
+
+@dataclass
+class FakeStore:
+    """A model store reached over SSH: its models by path, and whether it answers."""
+
+    address: str
+    models: dict[str, dict[str, int]] = field(default_factory=dict)
+    reachable: bool = True
+
+
+def fake_digest(name: str, size: int) -> str:
+    """The sha256 a fake file has."""
+    return hashlib.sha256(f"{name}:{size}".encode()).hexdigest()
+
+
+def model_sections(host: FakeHost, script: str) -> list[str]:
+    """The fact script's model, files, provenance, df and source sections for this host."""
+    parts = []
+    for path, files in sorted(host.models.items()):
+        size = str(sum(files.values()))
+        parts += [f"@@FLEET gguf {path}", size, ""] if path.endswith(".gguf") else []
+        parts += [] if path.endswith(".gguf") else [f"@@FLEET model {path}", size]
+        if (lineage := host.files.get(path + PROVENANCE_SUFFIX)) is not None:
+            parts += [f"@@FLEET provenance {path}", lineage]
+        parts.append(f"@@FLEET files {path}")
+        parts += [f"{name}\t{n}\t{host.accessed.get(path, ACCESSED)}" for name, n in files.items()]
+    parts += ["@@FLEET df", "Filesystem 1-blocks Used Available Capacity Mounted on"]
+    parts.append(f"/dev/fake 4000000000000 1 {host.disk_free} 1% /models")
+    pattern = r"if \[ ! -e (\S+) \]; then mark source \S+; \( (.*) \) 2>&1; mark source-rc"
+    for match in re.finditer(pattern, script):
+        path = shlex.split(match.group(1))[0]
+        if path in host.models:
+            continue
+        listed = listing(host, match.group(2))
+        parts += [f"@@FLEET source {path}", listed.stdout + listed.stderr]
+        parts.append(f"@@FLEET source-rc {path} {listed.exit_status}")
+        if (tmp := _temporary(path)) in host.partial:
+            parts += [f"@@FLEET partial {path}", str(sum(host.partial[tmp].values()))]
+    return parts
+
+
+def _temporary(path: str) -> str:
+    parent, _, name = path.rpartition("/")
+    return f"{parent}/.{name}.partial"
+
+
+def listing(host: FakeHost, command: str) -> CommandResult:
+    """A source's listing as the host runs it: over ssh to a store, or `command -v hf`."""
+    if command.startswith("command -v hf"):
+        return (
+            OK if host.has_hf else CommandResult(127, "hf (huggingface_hub) is not installed", "")
+        )
+    words = shlex.split(command)
+    store = _store(host, words)
+    if isinstance(store, CommandResult):
+        return store
+    remote = shlex.split(words[-1])
+    files = store.models.get(remote[1].rstrip("/"))
+    if files is None:
+        return CommandResult(1, "", f"find: '{remote[1]}': No such file or directory")
+    return CommandResult(0, "".join(f"{name}\t{size}\n" for name, size in files.items()), "")
+
+
+def _store(host: FakeHost, words: list[str]) -> FakeStore | CommandResult:
+    login = next(w for w in words if "@" in w and not w.startswith("-"))
+    address = login.split("@", 1)[1].split(":", 1)[0]
+    store = host.stores.get(address)
+    if store is None or not store.reachable:
+        return CommandResult(255, "", f"ssh: connect to host {address} port 22: Connection refused")
+    return store
+
+
+def copy(host: FakeHost, inner: str, stdin: str | None) -> CommandResult:
+    """`mkdir -p DIR && rsync ... SRC TMP` or `mkdir -p DIR && [token &&] hf download ...`."""
+    words = shlex.split(inner.split(" && ")[-1])
+    if words[0] == "hf":
+        repo, tmp = words[2], words[words.index("--local-dir") + 1]
+        host.tokens.append(stdin or "")
+        files = host.hub.get(repo)
+        if files is None:
+            return CommandResult(1, "", f"Repository Not Found for url: {repo}")
+    else:
+        store = _store(host, words)
+        if isinstance(store, CommandResult):
+            return store
+        source, tmp = words[-2].split(":", 1)[1].rstrip("/"), words[-1].rstrip("/")
+        files = store.models.get(source, {})
+    landed = host.partial.setdefault(tmp, {})
+    for count, (name, size) in enumerate(sorted(files.items())):
+        if host.copy_limit is not None and count >= host.copy_limit:
+            host.copy_limit = None
+            return KILLED
+        if landed.get(name) != size:
+            landed[name] = size
+            host.copied.append(name)
+    return OK
+
+
+PREFIXES = ("timeout ", "set -- ", "cd ", "sha256sum ", "mv -T ", "du -sb ", "rm -rf -- ", "ssh ")
+
+
+def run(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
+    """One of the model commands (those starting with one of `PREFIXES`)."""
+    words = shlex.split(command.split(" 2>/dev/null")[0].split("; find")[0])
+    if words[0] == "timeout" and words[2] == "sh":
+        return copy(host, words[4], stdin)
+    if words[0] == "set":
+        files = host.partial.get(words[2], {})
+        return CommandResult(0, "".join(f"{n}\t{s}\t{ACCESSED}\n" for n, s in files.items()), "")
+    if words[0] in ("cd", "sha256sum"):
+        return _digests(host, words)
+    if words[0] == "mv":
+        host.models[words[4]] = host.partial.pop(words[3])
+        return OK
+    if words[0] == "du":
+        files = host.partial.get(words[2])
+        return CommandResult(0, f"{sum(files.values())}\n" if files is not None else "", "")
+    if words[0] == "rm":  # prune's `rm -rf -- PATH PATH.PROVENANCE.txt`
+        host.models.pop(words[3], None)
+        host.files.pop(words[4], None)
+        host.journal.append(("removed", words[3]))
+        return OK
+    return listing(host, command)
+
+
+def _digests(host: FakeHost, words: list[str]) -> CommandResult:
+    """`cd TMP && sha256sum -- FILES`, or `sha256sum -- TMP` of a single file."""
+    if words[0] == "sha256sum":
+        ((name, size),) = host.partial[words[2]].items()
+        return CommandResult(0, f"{fake_digest(name, size)}  {words[2]}\n", "")
+    files, names = host.partial[words[1]], words[5:]
+    return CommandResult(0, "".join(f"{fake_digest(n, files[n])}  {n}\n" for n in names), "")

@@ -1,0 +1,136 @@
+"""The model-weights facts: free space (df), a model's files (find) and a fetch's source,
+each from its command's recorded or real output."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from fleet.facts.model_files import (
+    DISK,
+    FILES,
+    SOURCES,
+    DiskFree,
+    ModelFile,
+    SourceListing,
+    parse_df,
+    parse_file_list,
+)
+from fleet.facts.provenance import RecordedFile, file_line, parse_provenance, recorded_files
+from fleet.facts.script import FactOutput, script
+
+DF_CASES = [
+    (
+        "vda-root",  # recorded: `df -PB1 /` on a cloud VM
+        "Filesystem         1-blocks        Used   Available Capacity Mounted on\n"
+        "/dev/vda       270553174016 27289743360 81654550528      26% /\n",
+        DiskFree(
+            filesystem="/dev/vda",
+            size=270553174016,
+            used=27289743360,
+            available=81654550528,
+            mount="/",
+        ),
+    ),
+    (
+        "nvme-models-mount",
+        "Filesystem      1-blocks          Used    Available Capacity Mounted on\n"
+        "/dev/nvme1n1p1 3936818806784 3494573625344 442245181440      89% /models\n",
+        DiskFree(
+            filesystem="/dev/nvme1n1p1",
+            size=3936818806784,
+            used=3494573625344,
+            available=442245181440,
+            mount="/models",
+        ),
+    ),
+    ("no-such-path", "", None),
+    ("header-only", "Filesystem 1-blocks Used Available Capacity Mounted on\n", None),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [c[1:] for c in DF_CASES], ids=[c[0] for c in DF_CASES]
+)
+def test_df(text: str, expected: DiskFree | None) -> None:
+    assert parse_df(text) == expected
+
+
+def test_file_list_reads_find_printf() -> None:
+    text = (
+        "config.json\t663\t1796348513.6944446720\nshards/model-00001.safetensors\t4096\t17\nbad\n"
+    )
+    assert parse_file_list(text) == {
+        "config.json": ModelFile(size=663, accessed=1796348513.6944446720),
+        "shards/model-00001.safetensors": ModelFile(size=4096, accessed=17.0),
+    }
+
+
+def run_script(entry: str) -> FactOutput:
+    done = subprocess.run(["sh", "-s"], input=script([entry]), capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return FactOutput(done.stdout)
+
+
+def test_disk_and_files_on_a_real_directory(tmp_path: Path) -> None:
+    model = tmp_path / "Qwen3-0.6B"
+    (model / ".cache" / "huggingface").mkdir(parents=True)
+    (model / ".cache" / "huggingface" / "x.lock").write_text("hf's own")
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"\0" * 1000)
+    (tmp_path / "m.gguf").write_bytes(b"GGUF" + b"\0" * 60)
+    output = run_script(DISK.entry(str(tmp_path)) + FILES.entry(str(tmp_path), []))
+    disk = output[DISK]
+    assert disk is not None and disk.available > 0
+    files = output[FILES]
+    assert {p: {k: f.size for k, f in v.items()} for p, v in files.items()} == {
+        str(model): {"config.json": 2, "model.safetensors": 1000},
+        str(tmp_path / "m.gguf"): {"": 64},
+    }
+
+
+def test_sources_list_only_absent_paths_and_say_why_not(tmp_path: Path) -> None:
+    (tmp_path / "here").mkdir()
+    partial = tmp_path / ".gone.partial"
+    partial.mkdir()
+    (partial / "a").write_bytes(b"x" * 10)
+    listing = "printf 'config.json\\t663\\nmodel.safetensors\\t4096\\n'"
+    refused = "echo 'ssh: connect to host store port 22: Connection refused' >&2; exit 255"
+    entry = SOURCES.entry(
+        {
+            str(tmp_path / "here"): (listing, str(tmp_path / ".here.partial")),
+            str(tmp_path / "gone"): (listing, str(partial)),
+            str(tmp_path / "far"): (refused, str(tmp_path / ".far.partial")),
+        }
+    )
+    found = run_script(entry)[SOURCES]
+    assert sorted(found) == [str(tmp_path / "far"), str(tmp_path / "gone")]
+    gone, far = found[str(tmp_path / "gone")], found[str(tmp_path / "far")]
+    assert (gone.files, gone.error, gone.size) == (
+        {"config.json": 663, "model.safetensors": 4096},
+        None,
+        4759,
+    )
+    assert gone.partial_bytes >= 10  # du -sb: the file and the directory itself
+    assert far == SourceListing(error="ssh: connect to host store port 22: Connection refused")
+
+
+def test_recorded_files_read_back_what_fleet_wrote() -> None:
+    digest = "ab" * 32
+    text = (
+        "Source: store:nas:/srv/models/X\nRevision: v1\n"
+        "# files: size, sha256 (or -), path\n"
+        + file_line("config.json", 663, None)
+        + "\n"
+        + file_line("weights dir/model.safetensors", 4096, digest)
+        + "\n"
+    )
+    provenance = parse_provenance(text)
+    assert provenance.as_dict() == {"source": "store:nas:/srv/models/X", "revision": "v1"}
+    assert recorded_files(provenance) == {
+        "config.json": RecordedFile(size=663),
+        "weights dir/model.safetensors": RecordedFile(size=4096, sha256=digest),
+    }
+    assert recorded_files(parse_provenance("base model: Qwen/Qwen3-8B\n")) is None

@@ -1,0 +1,116 @@
+"""What a fetch runs on its host, word for word, and how what landed is judged."""
+
+from __future__ import annotations
+
+import shlex
+
+import pytest
+
+from fleet.render import model_fetch
+from fleet.spec.model_origin import ModelOrigin, ModelStore
+
+STORES = {"nas": ModelStore(address="10.0.0.9", port=2222, user="models", known_hosts="/etc/k")}
+COMMIT = "fe8a4ea1ffedaf415f4da2f062534de366a451e6"
+SSH = (
+    "ssh -i /etc/fleet/store_key -p 2222 -o BatchMode=yes -o ConnectTimeout=10 "
+    "-o UserKnownHostsFile=/etc/k -o StrictHostKeyChecking=yes"
+)
+
+COPIES = [
+    (
+        "store-directory",
+        ModelOrigin(source="store:nas:/srv/models/Qwen3-32B", revision="r1"),
+        "/models/Qwen3-32B",
+        f"mkdir -p /models && rsync -a --partial -e '{SSH}' "
+        "models@10.0.0.9:/srv/models/Qwen3-32B/ /models/.Qwen3-32B.partial/",
+    ),
+    (
+        "store-gguf-file",
+        ModelOrigin(source="store:nas:/srv/q.gguf", sha256="ab" * 32),
+        "/models/q.gguf",
+        f"mkdir -p /models && rsync -a --partial -e '{SSH}' "
+        "models@10.0.0.9:/srv/q.gguf /models/.q.gguf.partial",
+    ),
+    (
+        "hub-with-token",
+        ModelOrigin(source=f"hf://Qwen/Qwen3-8B@{COMMIT}", token="${HF_TOKEN}"),
+        "/models/Qwen3-8B",
+        "mkdir -p /models && IFS= read -r HF_TOKEN && export HF_TOKEN && hf download "
+        f"Qwen/Qwen3-8B --revision {COMMIT} --local-dir /models/.Qwen3-8B.partial",
+    ),
+    (
+        "hub-public-unpinned",
+        ModelOrigin(source="hf://Qwen/Qwen3-8B"),
+        "/srv/m/Qwen3-8B",
+        "mkdir -p /srv/m && hf download Qwen/Qwen3-8B --local-dir /srv/m/.Qwen3-8B.partial",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("origin", "path", "expected"), [c[1:] for c in COPIES], ids=[c[0] for c in COPIES]
+)
+def test_copy_command(origin: ModelOrigin, path: str, expected: str) -> None:
+    command = model_fetch.copy_command(origin, STORES, path)
+    assert command == expected
+    assert "HF_TOKEN}" not in command, "the reference is resolved on stdin, never rendered"
+
+
+def test_store_listing_is_one_ssh_command_with_the_remote_find_quoted() -> None:
+    origin = ModelOrigin(source="store:nas:/srv/models/My Model")
+    words = shlex.split(model_fetch.source_listing(origin, STORES))
+    assert words[:-1] == ["timeout", "60", *shlex.split(SSH), "models@10.0.0.9"]
+    assert shlex.split(words[-1]) == [
+        "find",
+        "/srv/models/My Model",
+        "-type",
+        "f",
+        "-printf",
+        r"%P\t%s\n",
+    ]
+
+
+MISMATCHES = [
+    ("match", {"a": 1, "b": 2}, {"a": 1, "b": 2}, {}, {}, []),
+    ("missing-file", {"a": 1, "b": 2}, {"a": 1}, {}, {}, ["b: missing"]),
+    ("short-file", {"a": 10}, {"a": 4}, {}, {}, ["a: 4 bytes, expected 10"]),
+    ("size-unknown", {"a": None}, {"a": 4}, {}, {}, []),
+    ("nothing", {}, {}, {}, {}, ["nothing landed"]),
+    (
+        "digest",
+        {"": 4},
+        {"": 4},
+        {"": "ab" * 32},
+        {"": "cd" * 32},
+        ["the file: sha256 cdcdcdcdcdcd..., expected abababababab..."],
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("expected", "landed", "digests", "got", "wrong"),
+    [c[1:] for c in MISMATCHES],
+    ids=[c[0] for c in MISMATCHES],
+)
+def test_mismatches(
+    expected: dict[str, int | None],
+    landed: dict[str, int],
+    digests: dict[str, str],
+    got: dict[str, str],
+    wrong: list[str],
+) -> None:
+    assert model_fetch.mismatches(expected, landed, digests, got) == wrong
+
+
+def test_digests_of_what_landed() -> None:
+    out = f"{'ab' * 32}  config.json\n{'cd' * 32}  shards/a b.safetensors\n"
+    assert model_fetch.parse_digests(out, "/models/X") == {
+        "config.json": "ab" * 32,
+        "shards/a b.safetensors": "cd" * 32,
+    }
+    single = f"{'ef' * 32}  /models/.q.gguf.partial\n"
+    assert model_fetch.parse_digests(single, "/models/q.gguf") == {"": "ef" * 32}
+    assert (
+        model_fetch.finish_command("/models/q.gguf")
+        == "mv -T -- /models/.q.gguf.partial /models/q.gguf"
+    )
