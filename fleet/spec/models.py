@@ -67,13 +67,10 @@ class DenyWindow(CoreModel):
 
 
 class BenchSettings(CoreModel):
-    """The loop's own `fleet bench`: each seat measured in turn every `interval`, judged
-    against the committed baseline (BENCH.json), never committed."""
+    """The loop's `fleet bench` of each seat, judged against BENCH.json, never committed."""
 
     interval: Seconds = Field(300.0, ge=1, description="How often: 30s, 5m, 1h or seconds.")
-    via: Literal["seat", "gateway"] = Field(
-        "gateway", description="gateway: by the seat's first alias; seat: its port directly."
-    )
+    via: Literal["seat", "gateway"] = Field("gateway", description="By first alias, or port.")
     depth: bool = Field(False, description="Also the deep prefill probe (~0.97x the context).")
 
 
