@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from fleet.errors import GatewayError
 from fleet.names import HASH_LABEL
 from fleet.observed.bench import BenchRecord, BenchResult, DecodeStats, render_record
 from fleet.observed.models import Observation
@@ -286,3 +287,29 @@ def test_a_regression_is_a_finding_an_event_and_a_post_until_restored(
 def _findings(text: str, severity: str) -> float:
     prefix = f'fleet_findings{{severity="{severity}"}} '
     return next((float(ln[len(prefix) :]) for ln in text.splitlines() if ln.startswith(prefix)), 0)
+
+
+def test_a_failed_measurement_is_an_event_and_waits_for_the_next_interval(tmp_path: Path) -> None:
+    loop = make_loop(tmp_path)
+    measure = loop.engines
+
+    def refuses(
+        desired: DesiredFleet,
+        sessions: Sessions,
+        obs: Observation,
+        seat: Seat,
+        options: BenchOptions,
+    ) -> BenchResult:
+        if seat.name == "coder":
+            raise GatewayError("environment variable LITELLM_MASTER_KEY is not set")
+        return measure(desired, sessions, obs, seat, options)
+
+    loop.reconciler.bench.measure = refuses  # type: ignore[union-attr]
+    assert [e["seat"] for e in loop.cycle()] == ["llama8b", "reason"]
+    (failed,) = loop.said.of("bench-failed")
+    assert failed["seat"] == "coder" and "LITELLM_MASTER_KEY is not set" in failed["error"]
+    loop.cycle()
+    assert len(loop.said.of("bench-failed")) == 1  # not retried every cycle
+    loop.cycle(then_wait=300)
+    loop.cycle()
+    assert len(loop.said.of("bench-failed")) == 2  # again once its interval passed
