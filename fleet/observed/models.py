@@ -69,6 +69,9 @@ class ModelInfo(CoreModel):
     recorded: dict[str, RecordedFile] | None = Field(
         None, description="the files fleet recorded in its provenance when it fetched it"
     )
+    digests: dict[str, str] = Field(
+        default_factory=dict, description="sha256 of files hashed again at this observation"
+    )
 
 
 class ObservedSeat(CoreModel):

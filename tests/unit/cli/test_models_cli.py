@@ -234,3 +234,71 @@ def test_fetches_to_one_host_are_counted_together(tmp_path: Path) -> None:
         "/models/stories42M-embed: needs 1.1 GB on tower (1.1 GB more for the fetches before "
         "it) but /models has 1.5 GB free (2203601326 > 1500000000 bytes)"
     ) in plan.stdout
+
+
+WEIGHTS = "model.safetensors"
+LATER = "1791000000.0000000000"  # an mtime after the fetch's
+
+
+def declare_digest(fake: FakeFleet) -> None:
+    """coder's origin declares the weights' sha256 (a manifest), so fleet records it."""
+    fake.edit(
+        "seats/coder.yaml",
+        "  revision: r2026-11",
+        f"  revision: r2026-11\n  manifest:\n"
+        f"    {WEIGHTS}: {{sha256: {fake_digest(WEIGHTS, FILES[WEIGHTS])}}}",
+    )
+
+
+def hashed(fake: FakeFleet) -> list[str]:
+    return [c for _, c in fake.hosts["tower"].journal if "sha256sum" in c]
+
+
+# (id, file, written since (new mtime), its bytes changed, what `fleet models` says or None)
+EDITS = [
+    ("touched-same-bytes", WEIGHTS, True, False, None),
+    ("rewritten-same-size", WEIGHTS, True, True, f"{WEIGHTS}: sha256 "),
+    ("undigested-rewritten", "tokenizer.json", True, False, "tokenizer.json was written since"),
+    ("corrupt-same-mtime", WEIGHTS, False, True, None),  # only --verify reads every byte
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "written", "corrupt", "said"), [e[1:] for e in EDITS], ids=[e[0] for e in EDITS]
+)
+def test_observe_hashes_only_files_written_since_the_fetch(
+    fake: FakeFleet, name: str, written: bool, corrupt: bool, said: str | None
+) -> None:
+    declare_digest(fake)
+    apply(fake)
+    tower = fake.hosts["tower"]
+    tower.journal.clear()
+    assert "model-changed" not in fake.fleet("models").stdout and not hashed(fake)
+    if written:
+        tower.modified[(PATH, name)] = LATER
+    if corrupt:
+        tower.corrupt.add((PATH, name))
+    listed = fake.fleet("models")
+    assert listed.returncode == 0, listed.stderr
+    digested = name == WEIGHTS and written
+    assert hashed(fake) == ([f"cd {PATH} && sha256sum -- {WEIGHTS}"] if digested else [])
+    if said is None:
+        assert "model-changed" not in listed.stdout
+    else:
+        assert f"model-changed: tower:{PATH}: changed since fleet fetched it: {said}" in (
+            listed.stdout
+        )
+        assert f"warning model-changed tower:{PATH}" in fake.fleet("plan").stdout
+
+
+@pytest.mark.parametrize("corrupt", [False, True], ids=["intact", "corrupt"])
+def test_verify_hashes_every_recorded_file(fake: FakeFleet, corrupt: bool) -> None:
+    declare_digest(fake)
+    apply(fake)
+    tower = fake.hosts["tower"]
+    if corrupt:
+        tower.corrupt.add((PATH, WEIGHTS))  # same size, same mtime: only its bytes differ
+    verified = fake.fleet("models", "--verify")
+    assert verified.returncode == (2 if corrupt else 0), verified.stdout + verified.stderr
+    assert (f"model-changed: tower:{PATH}" in verified.stdout) is corrupt
+    assert hashed(fake)[-1] == f"cd {PATH} && sha256sum -- {WEIGHTS}"
