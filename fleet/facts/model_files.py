@@ -11,7 +11,9 @@ Three `Fact`s of the host script (`fleet.facts.host_facts.host_entries` adds the
 - `SOURCES`: for each model path that is absent, the listing of its source as the host
   itself sees it (over its own SSH key to the store: whether it is reachable, and how big
   it is), and what an interrupted copy already left in the temporary directory. The
-  listing command is rendered above this layer (`fleet.render.model_fetch`).
+  listing command is rendered above this layer (`fleet.render.model_fetch`);
+- `PARTIALS`: every `.<name>.partial` of the models root (a fetch's temporary path) and
+  its size (`du -sb`), for `fleet models prune` to offer the abandoned ones.
 
 Parsers are pure and total; tests run them on recorded output.
 """
@@ -164,5 +166,23 @@ SOURCES: Fact[dict[str, SourceListing]] = Fact(
     command=_sources_command,
     sections=("source", "source-rc", "partial"),
     process=_read_sources,
+    default={},
+)
+
+
+def _partials_command(root: str) -> str:
+    return (
+        f"for dir in {shlex.quote(root or '/')}/.*.partial; do "
+        '[ -e "$dir" ] && { mark partial-dir "$dir"; du -sb "$dir" | cut -f1; }; done\n'
+    )
+
+
+PARTIALS: Fact[dict[str, int]] = Fact(
+    name="model-partials",
+    command=_partials_command,
+    sections=("partial-dir",),
+    process=lambda parts: {
+        path: to_int(text.strip()) or 0 for path, text in sorted(parts["partial-dir"].items())
+    },
     default={},
 )

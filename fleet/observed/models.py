@@ -152,6 +152,9 @@ class ObservedHost(CoreModel):
     sources: dict[str, SourceListing] = Field(
         default_factory=dict, description="absent model paths: their source, as the host sees it"
     )
+    partials: dict[str, int] = Field(
+        default_factory=dict, description="fetches' temporary paths in the models root: bytes"
+    )
     lock: str | None = Field(None, description="who holds the apply lock, if anyone")
     interrupted: tuple[str, ...] = Field((), description="steps of an unfinished apply")
     memory_total_mib: int | None = Field(None, description="RAM, from /proc/meminfo")

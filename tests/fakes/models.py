@@ -63,6 +63,8 @@ def model_sections(host: FakeHost, script: str) -> list[str]:
             + host.modified.get((path, name), MODIFIED)
             for name, n in files.items()
         ]
+    for tmp, files in sorted(host.partial.items()):
+        parts += [f"@@FLEET partial-dir {tmp}", str(sum(files.values()))]
     parts += ["@@FLEET df", "Filesystem 1-blocks Used Available Capacity Mounted on"]
     parts.append(f"/dev/fake 4000000000000 1 {host.disk_free} 1% /models")
     pattern = r"if \[ ! -e (\S+) \]; then mark source \S+; \( (.*) \) 2>&1; mark source-rc"
@@ -167,6 +169,7 @@ def run(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
         return CommandResult(0, f"{sum(files.values())}\n" if files is not None else "", "")
     if words[0] == "rm":  # prune's `rm -rf -- PATH PATH.PROVENANCE.txt`
         host.models.pop(words[3], None)
+        host.partial.pop(words[3], None)
         host.files.pop(words[4], None)
         host.journal.append(("removed", words[3]))
         return OK

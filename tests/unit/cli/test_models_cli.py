@@ -302,3 +302,22 @@ def test_verify_hashes_every_recorded_file(fake: FakeFleet, corrupt: bool) -> No
     assert verified.returncode == (2 if corrupt else 0), verified.stdout + verified.stderr
     assert (f"model-changed: tower:{PATH}" in verified.stdout) is corrupt
     assert hashed(fake)[-1] == f"cd {PATH} && sha256sum -- {WEIGHTS}"
+
+
+def test_prune_frees_an_abandoned_partial_and_keeps_one_a_fetch_resumes(fake: FakeFleet) -> None:
+    tower = fake.hosts["tower"]
+    abandoned, resumed = (
+        "/models/.Qwen3-32B-old.partial",
+        "/models/.TinyLlama-1.1B-Chat-FP8.partial",
+    )
+    tower.partial[abandoned] = {"model-00001.safetensors": 5_000_000_000}
+    tower.partial[resumed] = {"config.json": 663}  # coder's fetch would resume it
+    aged = fake.fleet("models", "prune", "--older-than", "1d", "--auto-approve")
+    assert "Nothing to prune" in aged.stdout, "a partial's last read is unknown"
+    pruned = fake.fleet("models", "prune", "--auto-approve")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert f"  - tower  {abandoned}  5.0 GB  seats: unused" in pruned.stdout
+    assert resumed not in pruned.stdout
+    assert "Pruned 1 model(s), freed 5.0 GB." in pruned.stdout
+    assert sorted(tower.partial) == [resumed]
+    assert [p for kind, p in tower.journal if kind == "removed"] == [abandoned]

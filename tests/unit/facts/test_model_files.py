@@ -11,6 +11,7 @@ import pytest
 from fleet.facts.model_files import (
     DISK,
     FILES,
+    PARTIALS,
     SOURCES,
     DiskFree,
     ModelFile,
@@ -95,6 +96,22 @@ def test_disk_and_files_on_a_real_directory(tmp_path: Path) -> None:
     written = files[str(model)]["model.safetensors"].modified
     assert written is not None
     assert float(written) == pytest.approx((model / "model.safetensors").stat().st_mtime)
+
+
+def test_partials_are_the_hidden_temporary_paths_of_the_root(tmp_path: Path) -> None:
+    (tmp_path / ".Qwen3-32B.partial").mkdir()
+    (tmp_path / ".Qwen3-32B.partial" / "model.safetensors").write_bytes(b"\0" * 1000)
+    (tmp_path / ".q4.gguf.partial").write_bytes(b"\0" * 64)
+    (tmp_path / "Qwen3-8B").mkdir()
+    (tmp_path / ".hidden").mkdir()
+    found = run_script(PARTIALS.entry(str(tmp_path)))[PARTIALS]
+    assert sorted(found) == [
+        str(tmp_path / ".Qwen3-32B.partial"),
+        str(tmp_path / ".q4.gguf.partial"),
+    ]
+    assert found[str(tmp_path / ".q4.gguf.partial")] == 64
+    assert found[str(tmp_path / ".Qwen3-32B.partial")] >= 1000
+    assert run_script(PARTIALS.entry(str(tmp_path / "Qwen3-8B")))[PARTIALS] == {}
 
 
 def test_sources_list_only_absent_paths_and_say_why_not(tmp_path: Path) -> None:
