@@ -15,11 +15,16 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from reconciler.cli.app import DesiredOption, JsonOption, open_fleet, output_of, sessions_of
+
+if TYPE_CHECKING:
+    from fleet.observed.models import ObservedHost
+    from fleet.report.models import ModelRow
+    from reconciler.cli.output import Output
 
 models_app = typer.Typer(help="List the models on every host; prune the unused ones.")
 
@@ -40,7 +45,7 @@ def models(
     if ctx.invoked_subcommand is not None:
         return
     from fleet.observed.model_use import model_findings
-    from fleet.report.models import model_rows, row_line
+    from fleet.report.models import model_rows
     from reconciler.workflows.observe import observe_fleet
 
     output = output_of(ctx)
@@ -52,27 +57,41 @@ def models(
         {"kind": kind, "target": target, "message": message, "severity": severity}
         for kind, target, message, severity in model_findings(repo.desired, observation)
     ]
-    changed = any(f["kind"] == "model-changed" for f in findings)
     unreachable = sorted(h.name for h in observation.hosts.values() if not h.reachable)
     if as_json:
         output.json(
             {
-                "hosts": {h.name: {"reachable": h.reachable} for h in observation.hosts.values()},
+                "hosts": {h.name: _host_json(h) for h in observation.hosts.values()},
                 "models": [row.model_dump(mode="json") for row in rows],
                 "findings": findings,
             }
         )
     else:
-        for row in rows:
-            output.line(row_line(row), style="yellow" if row.unused else None)
-        for f in (f for f in findings if f["kind"] == "model-changed"):
-            output.line(f"{f['kind']}: {f['target']}: {f['message']}", style="red")
-        unused = [r for r in rows if r.unused]
-        output.line(f"{len(rows)} model(s), {len(unused)} unused (`fleet models prune` frees them)")
-        for name in unreachable:
-            output.note(f"{name}: unreachable", style="red")
-    if verify and (unreachable or changed):
+        _print_listing(output, rows, findings, unreachable)
+    if verify and (unreachable or any(f["kind"] == "model-changed" for f in findings)):
         raise typer.Exit(1 if unreachable else 2)
+
+
+def _print_listing(
+    output: Output, rows: list[ModelRow], findings: list[dict[str, str]], unreachable: list[str]
+) -> None:
+    """The rows, the model-changed findings, a summary line and the unreachable hosts."""
+    from fleet.report.models import row_line
+
+    for row in rows:
+        output.line(row_line(row), style="yellow" if row.unused else None)
+    for f in (f for f in findings if f["kind"] == "model-changed"):
+        output.line(f"{f['kind']}: {f['target']}: {f['message']}", style="red")
+    unused = [r for r in rows if r.unused]
+    output.line(f"{len(rows)} model(s), {len(unused)} unused (`fleet models prune` frees them)")
+    for name in unreachable:
+        output.note(f"{name}: unreachable", style="red")
+
+
+def _host_json(host: ObservedHost) -> dict[str, object]:
+    """A host in `fleet models --json`: reachable, and the bytes free in its models root."""
+    free = host.disk.available if host.disk is not None else None
+    return {"reachable": host.reachable, "disk_available": free}
 
 
 @models_app.command("prune")

@@ -10,13 +10,14 @@ weights, the store and the hub; tests/integration/test_models_lab.py copies for 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
 
 from fleet.facts.provenance import parse_provenance, recorded_files
 from reconciler.host import CommandResult
-from tests.fakes.models import FakeStore, fake_digest
+from tests.fakes.models import ACCESSED, FakeStore, fake_digest
 from tests.unit.cli.fake_fleet import MASTER_KEY, FakeFleet, make_fleet
 
 PATH = "/models/TinyLlama-1.1B-Chat-FP8"
@@ -321,3 +322,31 @@ def test_prune_frees_an_abandoned_partial_and_keeps_one_a_fetch_resumes(fake: Fa
     assert "Pruned 1 model(s), freed 5.0 GB." in pruned.stdout
     assert sorted(tower.partial) == [resumed]
     assert [p for kind, p in tower.journal if kind == "removed"] == [abandoned]
+
+
+def test_models_json_has_hosts_models_and_findings(fake: FakeFleet) -> None:
+    apply(fake)
+    tower = fake.hosts["tower"]
+    tower.models["/models/Qwen3-32B-retired"] = {"config.json": 700}
+    tower.modified[(PATH, "tokenizer.json")] = LATER
+    listed = fake.fleet("models", "--json")
+    assert listed.returncode == 0, listed.stderr
+    document = json.loads(listed.stdout)
+    assert sorted(document["hosts"]) == sorted(fake.hosts)
+    assert document["hosts"]["tower"] == {"reachable": True, "disk_available": tower.disk_free}
+    rows = {row["path"]: row for row in document["models"]}
+    assert rows[PATH] == {
+        "host": "tower",
+        "path": PATH,
+        "size_bytes": sum(FILES.values()),
+        "seats": ["coder"],
+        "lineage": rows[PATH]["lineage"],
+        "last_used": ACCESSED,
+    }
+    assert f"source: store:nas:{SOURCE}" in rows[PATH]["lineage"]
+    assert rows["/models/Qwen3-32B-retired"]["seats"] == []
+    kinds = {(f["kind"], f["target"], f["severity"]) for f in document["findings"]}
+    assert kinds == {
+        ("unused-model", "tower:/models/Qwen3-32B-retired", "info"),
+        ("model-changed", f"tower:{PATH}", "warning"),
+    }
