@@ -3,7 +3,9 @@ with its fetch and the free space, fetched in wave 0 (copied on the host, checke
 provenance written, renamed), and plans 0 after; no room, an unreachable store and a
 file changed by hand are said with their numbers; an interrupted copy leaves the seat's
 path absent and the next apply resumes it; hf:// gets its token on stdin only; `fleet
-models` lists and prunes exactly the unused model. tests/fakes/models.py plays the
+models` lists and prunes exactly the unused model (and an abandoned `.partial`, not one a
+fetch resumes), hashes at observe only files written since the fetch, `--verify` hashes
+every recorded file, and `--json` gives hosts, models and findings. tests/fakes/models.py plays the
 weights, the store and the hub; tests/integration/test_models_lab.py copies for real.
 """
 
