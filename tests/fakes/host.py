@@ -80,6 +80,8 @@ class FakeHost:
     models: dict[str, dict[str, int]] = field(default_factory=dict)  # tests.fakes.models
     partial: dict[str, dict[str, int]] = field(default_factory=dict)
     accessed: dict[str, float] = field(default_factory=dict)
+    modified: dict[tuple[str, str], str] = field(default_factory=dict)  # (model, file) -> mtime
+    corrupt: set[tuple[str, str]] = field(default_factory=set)  # (model, file): other bytes
     disk_free: int = 2 * 10**12
     stores: dict[str, FakeStore] = field(default_factory=dict)
     hub: dict[str, dict[str, int]] = field(default_factory=dict)
