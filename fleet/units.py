@@ -1,6 +1,8 @@
-"""Byte sizes as operators write them: `10GiB`, `10240MiB`, `512MB` or a plain integer.
+"""Sizes and durations as operators write them: `10GiB`, `10240MiB`, `512MB` or a plain
+integer of bytes; `30s`, `5m`, `1h` or a plain number of seconds.
 
-Used by the spec models (KV budgets, GPU memory) and by renderers that print sizes back.
+Used by the spec models (KV budgets, GPU memory, the loop's bench interval) and by
+renderers that print them back.
 """
 
 from __future__ import annotations
@@ -8,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from pydantic import BeforeValidator, PlainSerializer
+from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
 
 _UNITS = {
     "": 1,
@@ -60,3 +62,37 @@ def human_bytes(size: int) -> str:
             value = size / factor
             return f"{value:.0f} {unit}" if value >= 100 else f"{value:.1f} {unit}"
     return f"{size} B"
+
+
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
+_SECONDS = {None: 1, "s": 1, "m": 60, "h": 3600}
+DURATION_HINT = "a duration like 30s, 5m or 1h"
+
+
+def parse_seconds(value: object) -> float:
+    """Turn `30s`, `5m`, `1h` or a number into seconds."""
+    if isinstance(value, bool):
+        raise ValueError(f"expected {DURATION_HINT}, got {value!r}")
+    if isinstance(value, int | float):
+        if value < 0:
+            raise ValueError(f"expected {DURATION_HINT}, got a negative number")
+        return float(value)
+    if isinstance(value, str) and (match := _DURATION.match(value)):
+        return float(match.group(1)) * _SECONDS[match.group(2)]
+    raise ValueError(f"expected {DURATION_HINT}, got {value!r}")
+
+
+def format_seconds(seconds: float) -> str:
+    """The shortest exact spelling: 300 -> 5m, 3600 -> 1h, 45 -> 45s."""
+    for unit in ("h", "m"):
+        if seconds >= _SECONDS[unit] and seconds % _SECONDS[unit] == 0:
+            return f"{int(seconds // _SECONDS[unit])}{unit}"
+    return f"{seconds:g}s"
+
+
+Seconds = Annotated[
+    float,
+    BeforeValidator(parse_seconds),
+    PlainSerializer(format_seconds),
+    WithJsonSchema({"type": ["string", "number"], "pattern": r"^\d+(\.\d+)?(s|m|h)?$"}),
+]

@@ -54,6 +54,8 @@ class Engine(Protocol):
     (`fleet.facts.kv_estimate`'s layout); KV_SIZING says in a sentence how it sizes its
     cache otherwise. RUNS_ON_CPU: whether a seat without GPUs is valid. TOKENIZE is the
     path that counts a prompt's tokens (`{"count": N}`), None where it has none.
+    LONG_CONTEXT_ENV is the environment variable with which the engine starts a context
+    above what config.json allows (set to 1), None where it has none.
     OOM_SIGNATURES are log lines of a runtime out-of-memory; OWN_FLAGS flags only this
     engine takes (a bare command with one is this engine's); KV_FLAGS flags beside the
     budget that change how many tokens a budget holds (a log of other values is no exact
@@ -79,6 +81,7 @@ class Engine(Protocol):
     KV_SIZING: str
     RUNS_ON_CPU: bool
     TOKENIZE: str | None
+    LONG_CONTEXT_ENV: str | None
     OOM_SIGNATURES: tuple[str, ...]
     OWN_FLAGS: frozenset[str]
     KV_FLAGS: tuple[str, ...]

@@ -20,7 +20,7 @@ from fleet.facts.gguf import GgufFacts, parse_gguf_base64
 from fleet.facts.journal import last_applied, last_gateway_restart, last_seat_starts, unfinished
 from fleet.facts.meminfo import MemoryFacts, parse_meminfo
 from fleet.facts.model_config import ModelFacts, parse_model_config
-from fleet.facts.model_files import DISK, FILES, SOURCES
+from fleet.facts.model_files import DISK, FILES, PARTIALS, SOURCES
 from fleet.facts.provenance import RecordedFile, parse_provenance, recorded_files
 from fleet.facts.script import Fact, Parts, body
 from fleet.names import PROVENANCE_SUFFIX, journal_path, lock_path
@@ -205,6 +205,7 @@ def host_entries(
         DISK.entry(root),
         FILES.entry(root, outside),
         SOURCES.entry(sources or {}),
+        PARTIALS.entry(root),
         LOCK.entry(state_dir),
         JOURNAL.entry(state_dir),
     )

@@ -4,14 +4,16 @@ Three `Fact`s of the host script (`fleet.facts.host_facts.host_entries` adds the
 
 - `DISK`: `df -PB1 <models_root>` (POSIX output: one line per filesystem, never wrapped),
   the room a fetch lands in;
-- `FILES`: `find -printf '%P\t%s\t%A@'` of every model directory and GGUF file (relative
-  path, size, last access), for `fleet models` (size, last used) and for checking a model
-  against the file list fleet recorded when it fetched it (`.cache/` is hf's bookkeeping
-  and not part of a model);
+- `FILES`: `find -printf '%P\t%s\t%A@\t%T@'` of every model directory and GGUF file
+  (relative path, size, last read, last written), for `fleet models` (size, last used) and
+  for checking a model against the file list fleet recorded when it fetched it
+  (`.cache/` is hf's bookkeeping and not part of a model);
 - `SOURCES`: for each model path that is absent, the listing of its source as the host
   itself sees it (over its own SSH key to the store: whether it is reachable, and how big
   it is), and what an interrupted copy already left in the temporary directory. The
-  listing command is rendered above this layer (`fleet.render.model_fetch`).
+  listing command is rendered above this layer (`fleet.render.model_fetch`);
+- `PARTIALS`: every `.<name>.partial` of the models root (a fetch's temporary path) and
+  its size (`du -sb`), for `fleet models prune` to offer the abandoned ones.
 
 Parsers are pure and total; tests run them on recorded output.
 """
@@ -27,7 +29,7 @@ from fleet.base import CoreModel
 from fleet.facts._text import clean_lines, to_int
 from fleet.facts.script import Fact, Parts, body
 
-FIND_FORMAT = r"%P\t%s\t%A@\n"
+FIND_FORMAT = r"%P\t%s\t%A@\t%T@\n"
 FIND_FILES = f"-path \"$1/.cache\" -prune -o -type f -printf '{FIND_FORMAT}'"
 
 
@@ -42,10 +44,12 @@ class DiskFree(CoreModel):
 
 
 class ModelFile(CoreModel):
-    """One file of a model: size, and when it was last read (seconds since the epoch)."""
+    """One file of a model: size, when it was last read and last written (seconds since
+    the epoch, as find prints them)."""
 
     size: int
     accessed: float | None = None
+    modified: str | None = None
 
 
 class SourceListing(CoreModel):
@@ -79,14 +83,15 @@ def parse_df(text: str) -> DiskFree | None:
 
 
 def parse_file_list(text: str) -> dict[str, ModelFile]:
-    """`find -printf '%P\\t%s\\t%A@\\n'`: relative path -> file ('' is a single file)."""
+    """`find -printf '%P\\t%s\\t%A@\\t%T@\\n'`: relative path -> file ('' is a single file)."""
     files: dict[str, ModelFile] = {}
     for line in text.split("\n"):
         parts = line.split("\t")
         if len(parts) < 2 or (size := to_int(parts[1])) is None:
             continue
         accessed = _seconds(parts[2]) if len(parts) > 2 else None
-        files[parts[0]] = ModelFile(size=size, accessed=accessed)
+        modified = parts[3].strip() or None if len(parts) > 3 else None
+        files[parts[0]] = ModelFile(size=size, accessed=accessed, modified=modified)
     return dict(sorted(files.items()))
 
 
@@ -161,5 +166,23 @@ SOURCES: Fact[dict[str, SourceListing]] = Fact(
     command=_sources_command,
     sections=("source", "source-rc", "partial"),
     process=_read_sources,
+    default={},
+)
+
+
+def _partials_command(root: str) -> str:
+    return (
+        f"for dir in {shlex.quote(root or '/')}/.*.partial; do "
+        '[ -e "$dir" ] && { mark partial-dir "$dir"; du -sb "$dir" | cut -f1; }; done\n'
+    )
+
+
+PARTIALS: Fact[dict[str, int]] = Fact(
+    name="model-partials",
+    command=_partials_command,
+    sections=("partial-dir",),
+    process=lambda parts: {
+        path: to_int(text.strip()) or 0 for path, text in sorted(parts["partial-dir"].items())
+    },
     default={},
 )

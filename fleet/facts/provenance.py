@@ -7,8 +7,9 @@ source URL, revision). Operators write these by hand: `Key: value` or `key = val
 (optionally as `- ` list items) are lineage entries, in order; everything else — prose,
 headings, commented lines — is kept verbatim as free text. Fleet writes one when it
 fetches a model (`fleet.render.model_fetch`): its entries (source, revision, who, when),
-then one free-text line per file, `<size> <sha256 or -> <relative path>`, which
-`recorded_files` reads back. The file sits beside the model
+then one free-text line per file, `<size> <sha256 or -> @<mtime> <relative path>` (the
+mtime as find's `%T@` printed it; files fleet recorded before it noted mtimes lack it),
+which `recorded_files` reads back. The file sits beside the model
 directory, not inside it: `/models/Qwen3-8B` -> `/models/Qwen3-8B.PROVENANCE.txt`, and
 `/models/qwen3-8b-q4_k_m.gguf` -> `/models/qwen3-8b-q4_k_m.gguf.PROVENANCE.txt`.
 """
@@ -56,14 +57,18 @@ class RecordedFile(CoreModel):
 
     size: int
     sha256: str | None = None
+    mtime: str | None = None
 
 
-_FILE_LINE = re.compile(r"^(?P<size>\d+) (?P<sha>[0-9a-f]{64}|-)(?: (?P<path>.*))?$")
+_FILE_LINE = re.compile(
+    r"^(?P<size>\d+) (?P<sha>[0-9a-f]{64}|-)(?: @(?P<mtime>\d+(?:\.\d+)?))?(?: (?P<path>.*))?$"
+)
 
 
-def file_line(path: str, size: int, sha256: str | None) -> str:
+def file_line(path: str, size: int, sha256: str | None, mtime: str | None = None) -> str:
     """One file's line in a provenance file fleet writes."""
-    return f"{size} {sha256 or '-'}" + (f" {path}" if path else "")  # '': a single file
+    stamp = f" @{mtime}" if mtime else ""
+    return f"{size} {sha256 or '-'}{stamp}" + (f" {path}" if path else "")  # '': a single file
 
 
 def recorded_files(provenance: Provenance) -> dict[str, RecordedFile] | None:
@@ -72,7 +77,9 @@ def recorded_files(provenance: Provenance) -> dict[str, RecordedFile] | None:
     for line in provenance.free_text.split("\n"):
         if match := _FILE_LINE.match(line):
             sha = None if match["sha"] == "-" else match["sha"]
-            files[match["path"] or ""] = RecordedFile(size=int(match["size"]), sha256=sha)
+            files[match["path"] or ""] = RecordedFile(
+                size=int(match["size"]), sha256=sha, mtime=match["mtime"]
+            )
     return files or None
 
 

@@ -27,7 +27,7 @@ from fleet.facts.host_facts import (
     ModelFiles,
 )
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
-from fleet.facts.model_files import DISK, FILES, SOURCES, ModelFile
+from fleet.facts.model_files import DISK, FILES, PARTIALS, SOURCES, ModelFile
 from fleet.facts.script import FactOutput
 from fleet.names import COMPOSE_SERVICE_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
@@ -69,6 +69,7 @@ def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> Observe
         missing_paths=facts[MISSING],
         disk=facts[DISK],
         sources=facts[SOURCES],
+        partials=facts[PARTIALS],
         memory_total_mib=memory.total_mib,
         memory_available_mib=memory.available_mib,
     )

@@ -15,8 +15,9 @@ from typing import Literal
 
 from pydantic import Field, ValidationError
 
-from fleet.base import CoreModel
+from fleet.base import CoreModel, Severity
 from fleet.engines import ENGINES
+from fleet.observed.findings import Finding, FindingKind
 
 HARNESS_VERSION = "fleet-bench/1"
 WARNING_BELOW, CRITICAL_BELOW = 0.30, 0.50
@@ -140,6 +141,27 @@ def judge(result: BenchResult, baseline: BenchResult | None) -> BenchResult:
     elif ratio <= 1 - WARNING_BELOW:
         verdict = "warning"
     return result.model_copy(update={"baseline_ratio": ratio, "regression": verdict})
+
+
+def against_committed(result: BenchResult, record: BenchRecord) -> BenchResult:
+    """The reconcile loop's verdict: judged against the committed baseline only; with none
+    committed for its spec hash the result has no ratio (the loop never makes a baseline)."""
+    baseline = baseline_of(record, result.seat, result.spec_hash)
+    return judge(result, baseline) if baseline is not None else result
+
+
+def regression_finding(result: BenchResult) -> Finding | None:
+    """A regressed result as a finding: a warning, or an error when critical."""
+    if result.regression is None or result.baseline_ratio is None:
+        return None
+    decode = f"{result.decode_tok_s.median:.1f} tok/s, " if result.decode_tok_s else ""
+    return Finding(
+        kind=FindingKind.BENCH_REGRESSION,
+        target=result.seat,
+        message=f"{result.regression}: decode {1 - result.baseline_ratio:.0%} below its "
+        f"baseline ({decode}{result.baseline_ratio:.2f}x, via {result.via})",
+        severity=Severity.ERROR if result.regression == "critical" else Severity.WARNING,
+    )
 
 
 def latest(record: BenchRecord) -> dict[str, BenchResult]:

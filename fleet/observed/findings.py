@@ -36,6 +36,7 @@ class FindingKind(StrEnum):
     GATEWAY_UNREADABLE = "gateway-unreadable"
     INTERRUPTED_APPLY = "interrupted-apply"
     RESTARTED_BY_RUNTIME = "restarted-by-runtime"
+    BENCH_REGRESSION = "bench-regression"
     UNUSED_MODEL = "unused-model"
     MODEL_CHANGED = "model-changed"
 

@@ -4,9 +4,13 @@ Pure: called by `fleet.observed.findings.find_issues` and by `fleet.report.model
 (`fleet models`). A model is used when a seat of desired/ on its host loads it (or drafts
 with it) or a seat container there, running or not, was started on it. Findings: a model
 nothing uses is `unused-model` (info: `fleet models prune` can free it); a model whose
-files no longer match the list fleet recorded when it fetched it (a file gone, added or
-resized) is `model-changed` (a warning: sizes are checked at every observation; digests
-only right after a copy, as hashing weights at every observe would read them all).
+files no longer match the list fleet recorded when it fetched it (a file gone, added,
+resized, or written since — its mtime differs — and, where a digest was recorded, hashing
+it again gives another) is `model-changed` (a warning). Every observation compares sizes
+and mtimes, and re-hashes only the files whose size or mtime moved (`to_rehash`): hashing
+every file of every model at every observe would read all the weights each time.
+`fleet models --verify` re-hashes every file with a recorded digest, for what a same-size,
+same-mtime corruption leaves.
 """
 
 from __future__ import annotations
@@ -40,6 +44,24 @@ def users(desired: DesiredFleet, host: ObservedHost, path: str) -> list[str]:
     return sorted(set(desired_users(desired, host.name, path)) | set(live_users(host, path)))
 
 
+def to_rehash(info: ModelInfo, *, every: bool = False) -> list[str]:
+    """Files of a fetched model to hash again: those with a recorded digest whose size or
+    mtime moved since the fetch (all of those with a digest when `every`)."""
+    if info.recorded is None or info.files is None:
+        return []
+    chosen = []
+    for name, recorded in sorted(info.recorded.items()):
+        now = info.files.get(name)
+        if recorded.sha256 is None or now is None:
+            continue
+        moved = now.size != recorded.size or (
+            recorded.mtime is not None and now.modified not in (None, recorded.mtime)
+        )
+        if every or moved:
+            chosen.append(name)
+    return chosen
+
+
 def changes(info: ModelInfo) -> list[str]:
     """How a fetched model's files differ from what fleet recorded (empty: they match)."""
     if info.recorded is None or info.files is None:
@@ -54,6 +76,11 @@ def changes(info: ModelInfo) -> list[str]:
             found.append(f"{label} was added")
         elif recorded.size != now.size:
             found.append(f"{label} is {now.size} bytes, was {recorded.size}")
+        elif (digest := info.digests.get(name)) is not None and recorded.sha256 is not None:
+            if digest != recorded.sha256:
+                found.append(f"{label}: sha256 {digest[:12]}..., was {recorded.sha256[:12]}...")
+        elif recorded.mtime is not None and now.modified not in (None, recorded.mtime):
+            found.append(f"{label} was written since (mtime {now.modified}, was {recorded.mtime})")
     return found
 
 

@@ -69,6 +69,9 @@ class ModelInfo(CoreModel):
     recorded: dict[str, RecordedFile] | None = Field(
         None, description="the files fleet recorded in its provenance when it fetched it"
     )
+    digests: dict[str, str] = Field(
+        default_factory=dict, description="sha256 of files hashed again at this observation"
+    )
 
 
 class ObservedSeat(CoreModel):
@@ -148,6 +151,9 @@ class ObservedHost(CoreModel):
     disk: DiskFree | None = Field(None, description="the models root's filesystem (df)")
     sources: dict[str, SourceListing] = Field(
         default_factory=dict, description="absent model paths: their source, as the host sees it"
+    )
+    partials: dict[str, int] = Field(
+        default_factory=dict, description="fetches' temporary paths in the models root: bytes"
     )
     lock: str | None = Field(None, description="who holds the apply lock, if anyone")
     lock_gone_pid: int | None = Field(

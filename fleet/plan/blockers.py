@@ -8,7 +8,7 @@ every flag fleet renders (`Engine.unsupported_flags`: each engine's flags and re
 
 From the predictions (`fleet.plan.predict`, `fleet.plan.fit`), what the engine or the
 health gate would refuse: a context above what config.json allows (unless the seat's env
-sets VLLM_ALLOW_LONG_MAX_MODEL_LEN=1), a KV budget that holds less than one request of
+sets the engine's LONG_CONTEXT_ENV to 1), a KV budget that holds less than one request of
 the context, a concurrency outside the seat's band, the seats desired/ puts on a GPU
 needing more than it has (with those that stay), an MTP method on a model without MTP
 layers and a drafter that is not on the host (`fleet.plan.speculative_check`). Each
@@ -31,8 +31,6 @@ from fleet.plan.predict import ENGINE_OVERHEAD_MIB, MIB, Basis, PredictionSource
 from fleet.plan.speculative_check import speculative_blockers
 from fleet.spec.images import parse_image
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
-
-LONG_CONTEXT_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 
 
 def find_blockers(
@@ -180,15 +178,17 @@ def _prediction_blockers(
 
 
 def _context_blockers(seat: Seat, base: Basis) -> Iterator[Blocker]:
-    limit = base.max_model_len
-    allowed = seat.env.get(LONG_CONTEXT_ENV, "").strip().lower() in ("1", "true")
+    limit, engine = base.max_model_len, engine_for(seat.engine)
+    env = engine.LONG_CONTEXT_ENV
+    allowed = env is not None and seat.env.get(env, "").strip().lower() in ("1", "true")
     if limit is None or seat.context <= limit or allowed:
         return
+    override = f", or env {env}: '1' (positions past it break the model)" if env else ""
     yield Blocker(
         target=seat.name,
         message=f"context {seat.context:,} is above the {limit:,} tokens {seat.model} allows "
-        f"({base.max_model_len_source} in config.json), which vLLM refuses: set context to at "
-        f"most {limit:,}, or env {LONG_CONTEXT_ENV}: '1' (positions past it break the model)",
+        f"({base.max_model_len_source} in config.json), which {engine.LABEL} refuses: set "
+        f"context to at most {limit:,}{override}",
     )
 
 
@@ -198,14 +198,14 @@ def _kv_blockers(desired: DesiredFleet, seat: Seat, base: Basis) -> Iterator[Blo
         return
     band = seat.band(desired.settings.concurrency_band)
     figures = f"{_budget_text(seat, budget)} -> {tokens:,} KV tokens ({base.source})"
-    # vLLM's own Maximum concurrency where it predicts one (for hybrid models, KV tokens /
-    # context undercounts: vLLM reports tokens per KV cache group), as the health gate judges
+    # the engine's own maximum concurrency where it predicts one (for hybrid models, KV tokens /
+    # context undercounts: the tokens are per KV cache group), as the health gate judges
     concurrency = predict.max_concurrency(base, seat) or tokens / seat.context
     if _refuses(base, seat, budget, tokens):
         yield Blocker(
             target=seat.name,
-            message=f"{figures}, less than one {seat.context:,}-token request needs, so vLLM "
-            f"refuses to start: {_fix(seat, base, band)}",
+            message=f"{figures}, less than one {seat.context:,}-token request needs, so "
+            f"{engine_for(seat.engine).LABEL} refuses to start: {_fix(seat, base, band)}",
         )
     elif not band.min <= concurrency <= band.max:
         yield Blocker(
@@ -223,7 +223,7 @@ def _budget_text(seat: Seat, budget: int) -> str:
 
 
 def _refuses(base: Basis, seat: Seat, budget: int, tokens: int) -> bool:
-    """vLLM's start check: the budget must hold one request of the whole context."""
+    """The engine's start check: the budget must hold one request of the whole context."""
     if base.source is PredictionSource.EXACT or base.layout is None:
         return tokens < seat.context
     return base.layout.request_bytes(seat.context) > budget

@@ -94,7 +94,8 @@ def copy_command(origin: ModelOrigin, stores: Mapping[str, ModelStore], path: st
 
 
 def landed_listing(path: str) -> str:
-    """`path\\tsize\\taccessed` lines of what is in the temporary path (hf's `.cache/` left out)."""
+    """`path\\tsize\\taccessed\\tmodified` lines of what is in the temporary path (hf's
+    `.cache/` left out)."""
     return f'set -- {shlex.quote(temporary_path(path))}; find "$1" {FIND_FILES}'
 
 
@@ -104,6 +105,13 @@ def digest_command(path: str, files: list[str]) -> str:
     if is_file_model(path):
         return f"sha256sum -- {tmp}"
     return f"cd {tmp} && sha256sum -- {' '.join(shlex.quote(f) for f in files)}"
+
+
+def installed_digest_command(path: str, files: list[str]) -> str:
+    """sha256sum of these files of an installed model (a single file: the file itself)."""
+    if is_file_model(path):
+        return shlex.join(["sha256sum", "--", path])
+    return f"cd {shlex.quote(path)} && sha256sum -- {' '.join(shlex.quote(f) for f in files)}"
 
 
 def parse_digests(text: str, path: str) -> dict[str, str]:
@@ -155,6 +163,7 @@ def render_provenance(
     digests: Mapping[str, str],
     who: str,
     when: str,
+    mtimes: Mapping[str, str] | None = None,
 ) -> str:
     """The `.PROVENANCE.txt` beside a fetched model: its lineage entries, then its files."""
     lines = [
@@ -168,9 +177,12 @@ def render_provenance(
         f"Fetched at: {when}",
         f"Files: {len(files)}",
         f"Size: {sum(files.values())}",
-        "# files: size, sha256 (or -), path",
+        "# files: size, sha256 (or -), @mtime, path",
     ]
-    lines += [file_line(name, size, digests.get(name)) for name, size in sorted(files.items())]
+    lines += [
+        file_line(name, size, digests.get(name), (mtimes or {}).get(name))
+        for name, size in sorted(files.items())
+    ]
     return "\n".join(lines) + "\n"
 
 

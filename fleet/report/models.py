@@ -6,8 +6,10 @@ lineage (the `.PROVENANCE.txt` beside it, as the inventory reads it) and when it
 were last read (their atime: under `relatime` a day's resolution at best). Prune takes
 the unused models of the hosts asked for, last read before the cut-off (`--older-than`),
 and only direct entries of the host's `models_root`: never a model a seat of desired/ or
-a container on the host uses, never anything outside the root, never a hidden entry (a
-fetch's `.<name>.partial`). Also the progress line of a fetch: bytes, rate, ETA.
+a container on the host uses, never anything outside the root, never a hidden entry but an
+abandoned fetch's `.<name>.partial` (one no seat's fetch in desired/ would resume; its
+last read unknown, so never with `--older-than`). Also the progress line of a fetch:
+bytes, rate, ETA.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ from datetime import UTC, datetime
 
 from fleet.base import CoreModel
 from fleet.observed.model_use import users
-from fleet.observed.models import ModelInfo, Observation
+from fleet.observed.models import ModelInfo, Observation, ObservedHost
+from fleet.render.model_fetch import fetches, temporary_path
 from fleet.spec.models import DesiredFleet
 from fleet.units import human_bytes
 
@@ -91,7 +94,23 @@ def prune_candidates(
         if older_than is not None and (row.last_used is None or now - row.last_used < older_than):
             continue
         chosen.append(row)
+    if older_than is None:
+        for host in sorted(observation.hosts.values(), key=lambda h: h.name):
+            if host.name in desired.hosts and (not hosts or host.name in hosts):
+                chosen += abandoned_partials(desired, host)
     return chosen
+
+
+def abandoned_partials(desired: DesiredFleet, host: ObservedHost) -> list[ModelRow]:
+    """The host's `.<name>.partial` entries of its models root that no seat's fetch in
+    desired/ would resume."""
+    root = desired.hosts[host.name].models_root.rstrip("/")
+    resumed = {temporary_path(path) for (name, path) in fetches(desired) if name == host.name}
+    return [
+        ModelRow(host=host.name, path=path, size_bytes=size, seats=(), lineage=None, last_used=None)
+        for path, size in sorted(host.partials.items())
+        if path not in resumed and path.rpartition("/")[0] == root
+    ]
 
 
 def row_line(row: ModelRow) -> str:

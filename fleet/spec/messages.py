@@ -43,6 +43,9 @@ def describe_error(error: ErrorDetails, model: type[BaseModel]) -> str:
     got = _shown(error.get("input"))
     if kind in _PLAIN:
         return f"{field}: {_PLAIN[kind]}, got {got}"
+    if kind in ("greater_than_equal", "less_than_equal"):
+        bound = (error.get("ctx") or {}).get("ge" if kind == "greater_than_equal" else "le")
+        return f"{field}: expected {'at least' if kind[0] == 'g' else 'at most'} {bound}, got {got}"
     if kind == "literal_error":
         expected = (error.get("ctx") or {}).get("expected", "")
         return f"{field}: expected one of {expected}, got {got}"

@@ -14,7 +14,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
-from fleet.units import ByteSize
+from fleet.units import ByteSize, Seconds
 
 
 class ConcurrencyBand(CoreModel):
@@ -66,6 +66,14 @@ class DenyWindow(CoreModel):
     end: str = Field(pattern=r"^([01]\d|2[0-3]):[0-5]\d$", description="HH:MM, UTC.")
 
 
+class BenchSettings(CoreModel):
+    """The loop's `fleet bench` of each seat, judged against BENCH.json, never committed."""
+
+    interval: Seconds = Field(300.0, ge=1, description="How often: 30s, 5m, 1h or seconds.")
+    via: Literal["seat", "gateway"] = Field("gateway", description="By first alias, or port.")
+    depth: bool = Field(False, description="Also the deep prefill probe (~0.97x the context).")
+
+
 class ReconcileSettings(CoreModel):
     """How `fleet reconcile` behaves (the GitOps loop)."""
 
@@ -79,6 +87,7 @@ class ReconcileSettings(CoreModel):
     backoff: float = Field(
         30.0, ge=1, description="Seconds before the first retry; doubled each time, 30 min at most."
     )
+    bench: BenchSettings | None = Field(None, description="Measure every seat on a schedule.")
 
 
 class FleetSettings(CoreModel):

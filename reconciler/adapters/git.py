@@ -47,8 +47,12 @@ def read_committed(path: Path) -> str | None:
     return data.decode()
 
 
-def commit_files(paths: list[Path], message: str, *, push: bool = False) -> str:
-    """Commit exactly these files (and nothing else staged), optionally push; the new sha."""
+def commit_files(
+    paths: list[Path], message: str, *, push: bool = False, record: bool = False
+) -> str | None:
+    """Commit exactly these files (and nothing else staged), optionally push; the new sha
+    (None when they are unchanged since the last commit: nothing committed, unless
+    `record`: the message is then committed alone, as the record of what was done)."""
     repo = open_repo(paths[0].parent)
     if repo is None:
         raise GitError(f"{paths[0]} is not inside a Git repository: nothing committed")
@@ -56,9 +60,12 @@ def commit_files(paths: list[Path], message: str, *, push: bool = False) -> str:
     try:
         with repo.git.custom_environment(**_identity(repo)):
             repo.git.add("--", *relative)
-            # the message is the record of what an apply did, even when the inventory
-            # reads as it did (an apply rolled back to what was committed)
-            repo.git.commit("-m", message, "--allow-empty", "--only", "--", *relative)
+            if not repo.git.diff("--cached", "--name-only", "HEAD", "--", *relative):
+                if not record:
+                    return None  # the files say what the last commit says: nothing to commit
+                repo.git.commit("-m", message, "--allow-empty")
+            else:
+                repo.git.commit("-m", message, "--only", "--", *relative)
         if push:
             _push(repo)
     except (git.GitCommandError, ValueError, OSError) as err:

@@ -1,15 +1,17 @@
 """The reconcile loop's Prometheus metrics (prometheus_client) and its HTTP endpoint.
 
 `FleetMetrics` holds one registry; the loop sets it after each cycle from the plan, the
-observation, the engines' load and the bench record. `serve` answers `/metrics` and
-`/healthz` (200 while the loop has beaten its heart within three intervals) on the
-`--listen` address, in a daemon thread.
+observation, the engines' load and the bench results (the committed record's newest, each
+replaced by the loop's own measurement once it has one), and again after it measured.
+`serve` answers `/metrics` and `/healthz` (200 while the loop has beaten its heart within
+three intervals) on the `--listen` address, in a daemon thread.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
@@ -17,7 +19,8 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from fleet.errors import FleetError
 from fleet.facts.engine_metrics import EngineLoad
-from fleet.observed.bench import BenchRecord, latest
+from fleet.observed.bench import BenchRecord, BenchResult, latest
+from fleet.observed.findings import Finding
 from fleet.observed.models import Observation
 from fleet.plan.plan import Plan
 
@@ -70,18 +73,23 @@ class FleetMetrics:
         )
         self.applies = Counter("fleet_apply", "applies by result", ["result"], registry=r)
         self.heals = Counter("fleet_heal", "seats healed by reason", ["seat", "reason"], registry=r)
+        bench = ["seat", "host", "via"]
         self.bench_decode = Gauge(
             "fleet_bench_decode_tokens_per_second",
             "the newest measured decode median",
-            ["seat"],
+            bench,
             registry=r,
+        )
+        self.bench_ttft = Gauge(
+            "fleet_bench_ttft_seconds", "the newest measured time to first token", bench, registry=r
         )
         self.bench_ratio = Gauge(
             "fleet_bench_baseline_ratio",
-            "the newest measurement / its baseline",
-            ["seat"],
+            "the newest measurement / its committed baseline",
+            bench,
             registry=r,
         )
+        self._plan_findings: Sequence[Finding] = ()
         self.heartbeat = time.time()
 
     def record_cycle(
@@ -91,8 +99,10 @@ class FleetMetrics:
         bands: dict[str, tuple[float, float]],
         loads: dict[str, EngineLoad],
         bench: BenchRecord,
+        measured: Mapping[str, BenchResult] | None = None,
+        findings: Sequence[Finding] = (),
     ) -> None:
-        """Set every gauge from one cycle's facts."""
+        """Set every gauge from one cycle's facts (`measured`, `findings`: the loop's bench)."""
         for gauge in (
             self.info,
             self.seat_up,
@@ -105,9 +115,6 @@ class FleetMetrics:
             self.waiting,
             self.alias_up,
             self.drift,
-            self.findings,
-            self.bench_decode,
-            self.bench_ratio,
         ):
             gauge.clear()
         self.info.labels(plan.desired_commit or "", observation.live_commit or "").set(1)
@@ -134,13 +141,28 @@ class FleetMetrics:
         for action in plan.actions:
             self.drift.labels(action.kind.value).inc()
         self.drift.labels("inventory").set(len(plan.drift))
-        for finding in plan.findings:
+        self._plan_findings = plan.findings
+        self.record_bench(bench, measured or {}, findings)
+
+    def record_bench(
+        self,
+        bench: BenchRecord,
+        measured: Mapping[str, BenchResult],
+        findings: Sequence[Finding] = (),
+    ) -> None:
+        """Set the bench gauges, and the findings (the cycle's plus the loop's bench)."""
+        for gauge in (self.findings, self.bench_decode, self.bench_ttft, self.bench_ratio):
+            gauge.clear()
+        for finding in (*self._plan_findings, *findings):
             self.findings.labels(finding.severity.value).inc()
-        for name, result in latest(bench).items():
+        for name, result in {**latest(bench), **measured}.items():
+            labels = (name, result.host, result.via)
             if result.decode_tok_s:
-                self.bench_decode.labels(name).set(result.decode_tok_s.median)
+                self.bench_decode.labels(*labels).set(result.decode_tok_s.median)
+            if result.ttft_s is not None:
+                self.bench_ttft.labels(*labels).set(result.ttft_s)
             if result.baseline_ratio is not None:
-                self.bench_ratio.labels(name).set(result.baseline_ratio)
+                self.bench_ratio.labels(*labels).set(result.baseline_ratio)
 
     def _gateway(self, observation: Observation) -> None:
         gateway = observation.gateway

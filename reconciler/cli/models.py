@@ -2,7 +2,10 @@
 unused ones.
 
 `fleet models` lists each model directory and GGUF file with its size, the seats that use
-it, its lineage and when it was last read; unused ones are `unused-model` findings.
+it, its lineage and when it was last read, then its findings: `unused-model`, and
+`model-changed` for a fetched model whose files moved since fleet recorded them.
+`--verify` hashes every file with a recorded digest again and exits 2 on a
+`model-changed` finding (as `fleet check` does on drift; 1: a host unreachable).
 `fleet models prune [--host H] [--older-than 30d] [--model PATH]` shows what it would
 remove and free, asks (skipped with --auto-approve, required when not on a terminal, as
 apply), and removes it (`reconciler.workflows.models`).
@@ -12,11 +15,16 @@ from __future__ import annotations
 
 import sys
 import time
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from reconciler.cli.app import DesiredOption, JsonOption, open_fleet, output_of, sessions_of
+
+if TYPE_CHECKING:
+    from fleet.observed.models import ObservedHost
+    from fleet.report.models import ModelRow
+    from reconciler.cli.output import Output
 
 models_app = typer.Typer(help="List the models on every host; prune the unused ones.")
 
@@ -29,25 +37,61 @@ def models(
     desired: DesiredOption = None,
     host: HostOption = None,
     as_json: JsonOption = False,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Hash every recorded file again; exit 2 on a change.")
+    ] = False,
 ) -> None:
     """Every model directory and GGUF file on every host: size, seats, lineage, last read."""
     if ctx.invoked_subcommand is not None:
         return
-    from fleet.report.models import model_rows, row_line
+    from fleet.observed.model_use import model_findings
+    from fleet.report.models import model_rows
     from reconciler.workflows.observe import observe_fleet
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
     with sessions_of(ctx)(repo.desired, warm=True) as connections:
-        observation = observe_fleet(repo.desired, connections, host or None)
+        observation = observe_fleet(repo.desired, connections, host or None, verify=verify)
     rows = model_rows(repo.desired, observation)
+    findings = [
+        {"kind": kind, "target": target, "message": message, "severity": severity}
+        for kind, target, message, severity in model_findings(repo.desired, observation)
+    ]
+    unreachable = sorted(h.name for h in observation.hosts.values() if not h.reachable)
     if as_json:
-        output.json([row.model_dump(mode="json") for row in rows])
-        return
+        output.json(
+            {
+                "hosts": {h.name: _host_json(h) for h in observation.hosts.values()},
+                "models": [row.model_dump(mode="json") for row in rows],
+                "findings": findings,
+            }
+        )
+    else:
+        _print_listing(output, rows, findings, unreachable)
+    if verify and (unreachable or any(f["kind"] == "model-changed" for f in findings)):
+        raise typer.Exit(1 if unreachable else 2)
+
+
+def _print_listing(
+    output: Output, rows: list[ModelRow], findings: list[dict[str, str]], unreachable: list[str]
+) -> None:
+    """The rows, the model-changed findings, a summary line and the unreachable hosts."""
+    from fleet.report.models import row_line
+
     for row in rows:
         output.line(row_line(row), style="yellow" if row.unused else None)
+    for f in (f for f in findings if f["kind"] == "model-changed"):
+        output.line(f"{f['kind']}: {f['target']}: {f['message']}", style="red")
     unused = [r for r in rows if r.unused]
     output.line(f"{len(rows)} model(s), {len(unused)} unused (`fleet models prune` frees them)")
+    for name in unreachable:
+        output.note(f"{name}: unreachable", style="red")
+
+
+def _host_json(host: ObservedHost) -> dict[str, object]:
+    """A host in `fleet models --json`: reachable, and the bytes free in its models root."""
+    free = host.disk.available if host.disk is not None else None
+    return {"reachable": host.reachable, "disk_available": free}
 
 
 @models_app.command("prune")

@@ -14,7 +14,14 @@ from typing import Annotated, Any
 
 import typer
 
-from reconciler.cli.app import DesiredOption, PruneOption, app, output_of
+from reconciler.cli.app import (
+    DesiredOption,
+    PruneOption,
+    app,
+    clock_of,
+    output_of,
+    sessions_of,
+)
 from reconciler.cli.output import Output
 
 
@@ -73,7 +80,14 @@ def reconcile(
         raise FleetError(f"--log-format takes text or json, not {log_format!r}")
     output = output_of(ctx)
     options = LoopOptions(interval, auto_apply, self_heal, prune, not no_watchdog, timeout)
-    loop = Reconciler(desired_dir(desired), options, EventLines(output, log_format == "json"))
+    events = EventLines(output, log_format == "json")
+    loop = Reconciler(
+        desired_dir(desired),
+        options,
+        events,
+        open_sessions=sessions_of(ctx),
+        clock=clock_of(ctx),
+    )
     server = serve(loop.metrics, listen, interval) if listen else None
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: loop.stop.set())

@@ -95,13 +95,10 @@ class SystemdAdapter:
         conn.check("systemctl daemon-reload")
 
     def start_seat(self, conn: HostSession, desired: DesiredFleet, host: Host, seat: str) -> None:
-        unit = units.unit_name(seat)
-        conn.check(f"{systemctl('enable', unit)} 2>&1 && {systemctl('restart', unit)}", timeout=300)
+        start_unit(conn, units.unit_name(seat))
 
     def remove_seat(self, conn: HostSession, desired: DesiredFleet, host: Host, seat: str) -> None:
-        unit = units.unit_name(seat)
-        conn.run(f"{systemctl('disable', '--now', unit)} 2>&1", timeout=300)
-        conn.run(f"{systemctl('reset-failed', unit)} 2>/dev/null")
+        stop_unit(conn, units.unit_name(seat))
 
     def restart(self, conn: HostSession, host: Host, instance: str) -> None:
         conn.check(systemctl("restart", instance), timeout=300)
@@ -136,6 +133,17 @@ class SystemdAdapter:
 
     def remove_hand_made(self, conn: HostSession, name: str) -> None:
         conn.check(f"{systemctl('disable', '--now', _unit(name))} 2>&1", timeout=300)
+
+
+def start_unit(conn: HostSession, unit: str) -> None:
+    """Enable and (re)start one unit by its name (a seat's, or a second instance of it)."""
+    conn.check(f"{systemctl('enable', unit)} 2>&1 && {systemctl('restart', unit)}", timeout=300)
+
+
+def stop_unit(conn: HostSession, unit: str) -> None:
+    """Disable and stop one unit by its name, and forget a failed state it was left in."""
+    conn.run(f"{systemctl('disable', '--now', unit)} 2>&1", timeout=300)
+    conn.run(f"{systemctl('reset-failed', unit)} 2>/dev/null")
 
 
 def _unit(name: str) -> str:

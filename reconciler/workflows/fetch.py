@@ -113,9 +113,8 @@ def fetch_model(
         options,
         reporter,
     )
-    landed = {
-        k: f.size for k, f in parse_file_list(conn.check(render.landed_listing(path))).items()
-    }
+    listed = parse_file_list(conn.check(render.landed_listing(path)))
+    landed = {k: f.size for k, f in listed.items()}
     digests = render.expected_digests(origin)
     got = _digests(conn, path, sorted(digests)) if digests else {}
     wrong = render.mismatches(expected or {k: None for k in landed}, landed, digests, got)
@@ -123,7 +122,8 @@ def fetch_model(
         raise ApplyError(f"{path} on {host} does not match its source: {'; '.join(wrong)}")
     when = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     who = f"fleet apply by {locks.holder().split(' pid ')[0]}"
-    text = render.render_provenance(origin, landed, got, who, when)
+    mtimes = {k: f.modified for k, f in listed.items() if f.modified}
+    text = render.render_provenance(origin, landed, got, who, when, mtimes)
     conn.write_file_atomic(render.provenance_file(path), text)
     conn.check(render.finish_command(path))
     reporter.step(f"fetched {path} on {host}: {len(landed)} files checked, provenance written")

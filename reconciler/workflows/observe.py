@@ -3,7 +3,9 @@
 Each host costs one SSH connection and one round trip for all of its facts (the fact
 script), plus, on the gateway host, one SFTP read of the LiteLLM config and one
 direct-tcpip probe per backend, made from the gateway host's own network. A host that
-fails is reported as unreachable; the others are still observed.
+fails is reported as unreachable; the others are still observed. A fetched model whose
+files' size or mtime moved since its provenance gets one more command: those files hashed
+again (`fleet.observed.model_use.to_rehash`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,14 @@ from fleet.errors import FleetError
 from fleet.facts.openai_models import model_ids
 from fleet.gateways import kind_of
 from fleet.observed.assemble import assemble_host
-from fleet.observed.models import BackendProbe, Observation, ObservedGateway, ObservedHost
+from fleet.observed.model_use import to_rehash
+from fleet.observed.models import (
+    BackendProbe,
+    ModelInfo,
+    Observation,
+    ObservedGateway,
+    ObservedHost,
+)
 from fleet.render import model_fetch
 from fleet.render.model_fetch import temporary_path
 from fleet.runtimes import host_script, runtime_for
@@ -27,16 +36,18 @@ from reconciler.workflows.locks import gone_pid
 
 
 def observe_fleet(
-    desired: DesiredFleet, connections: Sessions, hosts: list[str] | None = None
+    desired: DesiredFleet,
+    connections: Sessions,
+    hosts: list[str] | None = None,
+    *,
+    verify: bool = False,
 ) -> Observation:
-    """The whole fleet (or the named hosts), observed in parallel."""
+    """The whole fleet (or the named hosts), observed in parallel; `verify` hashes every
+    fetched model file with a recorded digest again."""
     names = sorted(hosts or desired.hosts)
     with ThreadPoolExecutor(max_workers=max(len(names), 1)) as pool:
-        observed = dict(
-            zip(
-                names, pool.map(lambda n: _observe_one(desired, connections, n), names), strict=True
-            )
-        )
+        seen = pool.map(lambda n: _observe_one(desired, connections, n, verify), names)
+        observed = dict(zip(names, seen, strict=True))
     gateway = None
     if desired.gateway is not None and (hosts is None or desired.gateway.host in names):
         gateway = observe_gateway(desired.gateway, connections)
@@ -47,15 +58,20 @@ def _now() -> str:
     return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _observe_one(desired: DesiredFleet, connections: Sessions, name: str) -> ObservedHost:
+def _observe_one(
+    desired: DesiredFleet, connections: Sessions, name: str, verify: bool
+) -> ObservedHost:
     try:
-        return observe_host(desired, connections.get(name), name)
+        return observe_host(desired, connections.get(name), name, verify=verify)
     except FleetError as err:
         return ObservedHost(name=name, reachable=False, error=err.message)
 
 
-def observe_host(desired: DesiredFleet, conn: HostSession, name: str) -> ObservedHost:
-    """All facts of one host, in one round trip."""
+def observe_host(
+    desired: DesiredFleet, conn: HostSession, name: str, *, verify: bool = False
+) -> ObservedHost:
+    """All facts of one host, in one round trip (and one more per fetched model to hash
+    again: its files whose size or mtime moved, or all of them with `verify`)."""
     spec = desired.hosts[name]
     paths = [s.model for s in desired.seats_on(name)]
     paths += [
@@ -74,7 +90,18 @@ def observe_host(desired: DesiredFleet, conn: HostSession, name: str) -> Observe
         observed = observed.model_copy(update={"gpu_error": None})
     if observed.lock and (pid := gone_pid(observed.lock)) is not None:
         observed = observed.model_copy(update={"lock_gone_pid": pid})
-    return observed
+    return observed.model_copy(update={"models": _rehashed(conn, observed, verify)})
+
+
+def _rehashed(conn: HostSession, host: ObservedHost, verify: bool) -> dict[str, ModelInfo]:
+    """The host's models, each with the digests of the files `to_rehash` names."""
+    models = dict(host.models)
+    for path, info in sorted(host.models.items()):
+        if names := to_rehash(info, every=verify):
+            result = conn.run(model_fetch.installed_digest_command(path, names))
+            digests = model_fetch.parse_digests(result.stdout, path)
+            models[path] = info.model_copy(update={"digests": digests})
+    return models
 
 
 def observe_gateway(gateway: Gateway, connections: Sessions) -> ObservedGateway:

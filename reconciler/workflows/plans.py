@@ -111,7 +111,10 @@ def commit_inventory(
     message = (
         f"{first}\n\n{applied_line(applied)}\n\n" + "\n".join(f"- {line}" for line in done) + "\n"
     )
-    sha = commit_files(paths, message, push=push)
+    # an interrupted apply's commit records what it did even if the inventory reads the same
+    sha = commit_files(paths, message, push=push, record=headline is not None and bool(done))
+    if sha is None:
+        return f"{paths[0].name} and {paths[1].name} unchanged: nothing to commit"
     pushed = " and pushed" if push else ""
     return f"committed {paths[0].name} and {paths[1].name} as {sha[:12]}{pushed}"
 
@@ -128,4 +131,6 @@ def record_bench(repo: FleetRepo, sessions: Sessions, results: list[BenchResult]
         return f"wrote {repo.bench_path} (not a Git repository: nothing committed)"
     seats = ", ".join(r.seat for r in results)
     sha = commit_files(paths, f"fleet bench: {len(results)} seat(s) measured\n\n{seats}\n")
+    if sha is None:
+        return f"{', '.join(p.name for p in paths)} unchanged: nothing to commit"
     return f"committed {', '.join(p.name for p in paths)} as {sha[:12]}"

@@ -5,8 +5,9 @@ loads desired/, observes and plans (the same workflows as `fleet plan`), runs th
 watchdog, then decides (`fleet.plan.reconcile.decide`): apply a new commit
 (`--auto-apply`), restore drift (`--self-heal`), back off after a failure, or only
 report. Apply is `fleet apply`'s: locks, health gates, rollback, the inventory commit,
-pushed. Every event is one log line and, with a webhook, a JSON POST; metrics are set
-after each cycle. A stop request (SIGTERM) is honoured between steps, so an apply in
+pushed. A cycle that applied nothing then measures the seats `reconcile.bench` says are
+due (`loop_bench`). Every event is one log line and, with a webhook, a JSON POST; metrics
+are set after each cycle. A stop request (SIGTERM) is honoured between steps, so an apply in
 progress finishes, and its locks are released, before the loop exits.
 """
 
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,19 +27,30 @@ from fleet.errors import ApplyError, FleetError, GitError
 from fleet.facts.engine_metrics import EngineLoad
 from fleet.plan.plan import Plan
 from fleet.plan.reconcile import Attempts, LoadSample, Move, decide, stuck
+from fleet.spec.models import DesiredFleet
 from reconciler.adapters.connections import Connections
 from reconciler.adapters.git import changed_since, head_commit, sync_upstream
 from reconciler.adapters.http import request_via
 from reconciler.adapters.metrics import FleetMetrics
 from reconciler.adapters.webhook import Notifier, webhook_url
+from reconciler.clock import SYSTEM_CLOCK, Clock
+from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for
 from reconciler.workflows.apply import ApplyOptions, apply_plan
 from reconciler.workflows.desired import require_valid
+from reconciler.workflows.loop_bench import ScheduledBench
 from reconciler.workflows.plans import build_plan, commit_inventory
 from reconciler.workflows.repo import FleetRepo
 from reconciler.workflows.seats import seat_address
 
 HOLDING = ("dirty", "diverged")
+
+
+@contextmanager
+def ssh_sessions(fleet: DesiredFleet) -> Iterator[Sessions]:
+    """One SSH connection per host, opened on first use, closed after the cycle."""
+    with Connections(fleet) as connections:
+        yield connections
 
 
 class Events(Protocol):
@@ -59,7 +73,7 @@ class LoopOptions:
 
 @dataclass
 class Reconciler:
-    """The loop's state between cycles: failed attempts, load samples, restarts."""
+    """The loop's state between cycles: failed attempts, load samples, restarts, bench."""
 
     desired_dir: Path
     options: LoopOptions
@@ -71,6 +85,10 @@ class Reconciler:
     restarted: dict[str, float] = field(default_factory=dict)
     notifier: Notifier | None = None
     push: bool = True
+    open_sessions: Callable[[DesiredFleet], AbstractContextManager[Sessions]] = ssh_sessions
+    clock: Clock = SYSTEM_CLOCK
+    bench: ScheduledBench | None = None
+    applied: bool = False
 
     def run(self) -> None:
         """Cycle every interval until asked to stop."""
@@ -103,7 +121,8 @@ class Reconciler:
         repo = FleetRepo(root=self.desired_dir, desired=fleet, warnings=[])
         if self.notifier is None:
             self.notifier = Notifier(webhook_url(fleet.settings.reconcile.webhook_url))
-        with Connections(fleet) as sessions:
+        self.bench = self.bench or ScheduledBench(self.clock)
+        with self.open_sessions(fleet) as sessions:
             plan, observation = build_plan(repo, sessions, prune=self.options.prune)
             loads = self._loads(repo, sessions, observation)
             bands = {
@@ -111,14 +130,26 @@ class Reconciler:
                 for n, s in fleet.seats.items()
                 for b in [s.band(fleet.settings.concurrency_band)]
             }
-            self.metrics.record_cycle(plan, observation, bands, loads, repo.bench_record())
+            bench = (repo.bench_record(), self.bench.results, self.bench.findings())
+            self.metrics.record_cycle(plan, observation, bands, loads, *bench)
             if self.stop.is_set():
                 return 2 if plan.actions else 0
             self._watchdog(repo, sessions, observation, hold)
-            return self._act(repo, sessions, plan, observation.live_commit, hold)
+            self.applied = False
+            code = self._act(repo, sessions, plan, observation.live_commit, hold)
+            if not self.applied:  # after an apply the observation is no longer the fleet's
+                self._measure(repo, sessions, observation)
+            return code
+
+    def _measure(self, repo: FleetRepo, sessions: Sessions, observation: Any) -> None:
+        assert self.bench is not None
+        record = repo.bench_record()
+        events, stop = self.events.emit, self.stop.is_set
+        self.bench.sweep(repo.desired, sessions, observation, record, events, self._notify, stop)
+        self.metrics.record_bench(record, self.bench.results, self.bench.findings())
 
     def _act(
-        self, repo: FleetRepo, sessions: Connections, plan: Plan, live: str | None, hold: str | None
+        self, repo: FleetRepo, sessions: Sessions, plan: Plan, live: str | None, hold: str | None
     ) -> int:
         commit = head_commit(self.desired_dir)
         failed = self.attempts if self.attempts and self.attempts.commit == commit else None
@@ -155,9 +186,10 @@ class Reconciler:
         return "blockers: " + "; ".join(f"{b.target}: {b.message}" for b in plan.blockers)
 
     def _apply(
-        self, repo: FleetRepo, sessions: Connections, plan: Plan, commit: str | None, move: Move
+        self, repo: FleetRepo, sessions: Sessions, plan: Plan, commit: str | None, move: Move
     ) -> int:
-        options = ApplyOptions(seat_timeout=self.options.seat_timeout)
+        self.applied = True
+        options = ApplyOptions(seat_timeout=self.options.seat_timeout, clock=self.clock)
         try:
             done = apply_plan(repo.desired, sessions, plan, options, _Steps(self.events))
         except ApplyError as err:
@@ -181,7 +213,7 @@ class Reconciler:
         return 0
 
     def _loads(
-        self, repo: FleetRepo, sessions: Connections, observation: Any
+        self, repo: FleetRepo, sessions: Sessions, observation: Any
     ) -> dict[str, EngineLoad]:
         loads: dict[str, EngineLoad] = {}
         for name, seat in repo.desired.seats.items():
@@ -207,7 +239,7 @@ class Reconciler:
         return loads
 
     def _watchdog(
-        self, repo: FleetRepo, sessions: Connections, observation: Any, hold: str | None
+        self, repo: FleetRepo, sessions: Sessions, observation: Any, hold: str | None
     ) -> None:
         settings = repo.desired.settings.reconcile
         if not self.options.watchdog or hold or settings.suspend:

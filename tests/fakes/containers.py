@@ -11,8 +11,9 @@ with the container's argv, but for a flag `dropped` (and that flag's value).
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -143,11 +144,19 @@ def fact_output(
     gpu_count: int,
     files: Mapping[str, str],
     missing: Iterable[str] = (),
+    processes: Sequence[tuple[int, int, str]] = (),
+    sections: Sequence[str] = (),
+    ggufs: Mapping[str, tuple[int, bytes]] = {},
+    docker: bool = True,
 ) -> str:
     """The fact script's output for a host with these containers, GPUs and files, where
-    the `missing` paths do not exist."""
+    the `missing` paths do not exist; `processes` are other engines' GPU processes (pid,
+    GPU, cgroup path: a systemd unit's), `sections` other runtimes' parts and `ggufs` the
+    GGUF files there are (path -> size, head of the file); a host without `docker` prints
+    nothing of it, as the fact script skips a command the host does not have."""
     running = [c for c in containers.values() if c.running]
-    used = {i: sum(ENGINE_MIB for c in running if i in c.gpus) for i in range(gpu_count)}
+    on_gpu = [gpu for c in running for gpu in c.gpus] + [gpu for _, gpu, _ in processes]
+    used = {i: ENGINE_MIB * on_gpu.count(i) for i in range(gpu_count)}
     parts = ["@@FLEET gpus"]
     parts += [
         f"{i}, {gpu_uuid(i)}, NVIDIA FAKE GPU, {GPU_MIB}, {used[i]}" for i in range(gpu_count)
@@ -155,9 +164,12 @@ def fact_output(
     parts += ["@@FLEET gpus-rc 0", "@@FLEET apps"]
     workers = [(c.pid + n, gpu, c) for c in running for n, gpu in enumerate(c.gpus)]
     parts += [f"{pid}, {gpu_uuid(gpu)}, {ENGINE_MIB}" for pid, gpu, _ in workers]
+    parts += [f"{pid}, {gpu_uuid(gpu)}, {ENGINE_MIB}" for pid, gpu, _ in processes]
     for pid, _, container in workers:
         parts += [f"@@FLEET cgroup {pid}", f"0::/system.slice/docker-{container.id}.scope"]
-    parts.append("@@FLEET docker-rc 0")
+    for pid, _, cgroup in processes:
+        parts += [f"@@FLEET cgroup {pid}", f"0::{cgroup}"]
+    parts += [*(["@@FLEET docker-rc 0"] if docker else []), *sections]
     if containers:
         images = [{"Id": "sha256:" + "c" * 64, "RepoDigests": []}]
         inspected = [c.inspect() for c in containers.values()]
@@ -167,6 +179,10 @@ def fact_output(
                 parts += [f"@@FLEET cmdline {container.id}", *container.process_argv]
             parts += [f"@@FLEET logs {container.id}", container.log]
     parts += [f"@@FLEET missing {path}" for path in sorted(missing)]
+    if "/proc/meminfo" in files:
+        parts += ["@@FLEET meminfo", files["/proc/meminfo"]]
+    for path, (size, head) in sorted(ggufs.items()):
+        parts += [f"@@FLEET gguf {path}", str(size), base64.b64encode(head).decode()]
     for path, text in sorted(files.items()):
         kind = {LOCK_NAME: "lock", JOURNAL_NAME: "journal"}.get(path.rsplit("/", 1)[-1])
         if kind:

@@ -71,7 +71,7 @@ class FakeGateway:
             "fleet-gateway-proxy start ": self._start,
             "fleet-gateway-proxy stop ": self._stop,
             "nginx -s reload": self._reload,
-            "fleet-gateway-restart": self._restart,
+            "fleet-gateway-restart": self.restart,
         }
         self._launch(live)
         self.events.clear()
@@ -89,7 +89,7 @@ class FakeGateway:
         text = self.host.files[self.gateway.config_path]
         aliases = tuple(sorted(parse_gateway_config(text).by_alias()))
         self.proxies[port] = FakeProxy(port, aliases, self.chat_status)
-        self._refresh()
+        self.refresh()
         return OK
 
     def _start(self, command: str) -> CommandResult:
@@ -100,7 +100,7 @@ class FakeGateway:
         self.events.append(f"stop {port}")
         if self.proxies.pop(port, None) is not None and port == self.routed:
             self.unserved.append(f"the front's proxy on :{port} stopped")
-        self._refresh()
+        self.refresh()
         return OK
 
     def _reload(self, _: str) -> CommandResult:
@@ -116,17 +116,17 @@ class FakeGateway:
         if port not in self.proxies:
             self.unserved.append(f"the front was pointed at :{port}, where no proxy runs")
         self.routed = port
-        self._refresh()
+        self.refresh()
         return OK
 
-    def _restart(self, _: str) -> CommandResult:
+    def restart(self, _: str) -> CommandResult:
         """In place: the proxy the front routes to stops, then starts with the file's config."""
         self.unserved.append(f"in-place restart of :{self.routed} ({self.restart_seconds} s)")
         self.clock.now += self.restart_seconds
         self.proxies.pop(self.routed, None)
         return self._launch(self.routed, "restart")
 
-    def _refresh(self) -> None:
+    def refresh(self) -> None:
         self.host.routes = {
             (self.address, port): proxy.routes() for port, proxy in self.proxies.items()
         }

@@ -5,9 +5,13 @@ host keeps its files in a dict, journals every operation like `HostConnection.jo
 and answers exactly the commands fleet issues through a table of handlers (regex ->
 function): the apply lock, `rm -f`, the journal's append, `mkdir -p`, one compose service
 `up -d --no-deps` / `rm --stop --force`, `docker ps` for a seat's port, `docker restart`
-and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`), plus what
-a test registers in `commands` (by prefix; `tests.fakes.gateway` does). Any other command
-raises AssertionError naming it, so a test sees a new command at once.
+and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`), systemd's
+`systemctl` / `journalctl` (`tests.fakes.systemctl`) and the units' part of the fact
+script (`tests.fakes.units`: unit files in `files`, what systemd runs in `systemd`),
+plus what a test registers in `commands` (by prefix; `tests.fakes.gateway` does). Any
+other command raises AssertionError naming it, so a test sees a new command at once.
+`ggufs` are the GGUF files the fact script finds (path -> size and head), `docker=False`
+a host without Docker.
 
 `open_tcp` serves HTTP: what the test registered with `serve` for (address, port, path),
 else, when a running container publishes that port, what a healthy engine of its kind
@@ -33,62 +37,23 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from http import HTTPStatus
 
 import yaml  # type: ignore[import-untyped]
 
 from fleet.errors import HostError, HostUnreachable
 from reconciler.host import CommandResult, checked
 from tests.fakes import models as fake_models
+from tests.fakes.channel import FakeChannel, Reply
 from tests.fakes.containers import FakeContainer, fact_output
 from tests.fakes.engines import engine_log, idle_metrics, served_name
 from tests.fakes.models import FakeStore
+from tests.fakes.systemctl import SYSTEMD_COMMANDS
+from tests.fakes.units import FakeSystemd, processes, unit_sections
 
 Handler = Callable[["FakeHost", list[str], str | None], CommandResult]
 
 _WORD = r"""((?:'[^']*'|"[^"]*"|[^\s'"<>|&;()])+)"""
 OK = CommandResult(0, "", "")
-
-
-@dataclass(frozen=True)
-class Reply:
-    """One canned HTTP answer."""
-
-    status: int
-    body: str = ""
-
-
-@dataclass
-class FakeChannel:
-    """A TCP stream that answers one HTTP request from a route table."""
-
-    routes: dict[str, list[Reply]]
-    sent: bytearray = field(default_factory=bytearray)
-    timeout: float | None = None
-    closed: bool = False
-    _reply: bytes = b""
-
-    def settimeout(self, timeout: float | None, /) -> None:
-        self.timeout = timeout
-
-    def sendall(self, data: bytes, /) -> None:
-        self.sent += data
-        if b"\r\n\r\n" in self.sent and not self._reply:
-            path = self.sent.split(b" ", 2)[1].decode()
-            replies = self.routes.get(path) or [Reply(404, "not found")]
-            reply = replies.pop(0) if len(replies) > 1 else replies[0]
-            body = reply.body.encode()
-            self._reply = (
-                f"HTTP/1.1 {reply.status} {HTTPStatus(reply.status).phrase}\r\n"
-                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-            ).encode() + body
-
-    def recv(self, size: int, /) -> bytes:
-        chunk, self._reply = self._reply[:size], self._reply[size:]
-        return chunk
-
-    def close(self) -> None:
-        self.closed = True
 
 
 @dataclass
@@ -115,6 +80,8 @@ class FakeHost:
     models: dict[str, dict[str, int]] = field(default_factory=dict)  # tests.fakes.models
     partial: dict[str, dict[str, int]] = field(default_factory=dict)
     accessed: dict[str, float] = field(default_factory=dict)
+    modified: dict[tuple[str, str], str] = field(default_factory=dict)  # (model, file) -> mtime
+    corrupt: set[tuple[str, str]] = field(default_factory=set)  # (model, file): other bytes
     disk_free: int = 2 * 10**12
     stores: dict[str, FakeStore] = field(default_factory=dict)
     hub: dict[str, dict[str, int]] = field(default_factory=dict)
@@ -122,6 +89,9 @@ class FakeHost:
     tokens: list[str] = field(default_factory=list)
     copy_limit: int | None = None
     copied: list[str] = field(default_factory=list)
+    systemd: FakeSystemd = field(default_factory=FakeSystemd)
+    ggufs: dict[str, tuple[int, bytes]] = field(default_factory=dict)  # path -> size, head
+    docker: bool = True  # False: a host without Docker (its engines run as systemd units)
     _pids: int = 4000
 
     def run(
@@ -133,7 +103,7 @@ class FakeHost:
         for prefix, answer in self.commands.items():  # a test's own commands (a gateway's)
             if command.startswith(prefix):
                 return answer(command)
-        if command.startswith(fake_models.PREFIXES):
+        if fake_models.handles(self, command):
             return fake_models.run(self, command, stdin)
         for pattern, handler in HANDLERS:
             if match := pattern.fullmatch(command):
@@ -202,13 +172,10 @@ class FakeHost:
         for container in self.containers.values():
             for bound, published, _ in container.ports:
                 if container.running and published == port and bound in (address, "0.0.0.0"):
-                    name = served_name(container.argv, container.service)
-                    models = {"object": "list", "data": [{"id": name, "object": "model"}]}
-                    return {
-                        "/health": [Reply(200)],
-                        "/v1/models": [Reply(200, json.dumps(models))],
-                        "/metrics": [Reply(200, idle_metrics(container.argv, name))],
-                    }
+                    return _engine_replies(container.argv, container.service)
+        for unit in self.systemd.units.values():  # a unit's engine listens on its --port
+            if unit.running and f"--port {port}" in " ".join(unit.argv):
+                return _engine_replies(unit.argv, unit.seat)
         return None
 
     def _failure(self, operation: str) -> CommandResult | None:
@@ -219,6 +186,17 @@ class FakeHost:
                     return CommandResult(int(status.split()[1]), "", stderr)
                 return CommandResult(1, "", message)
         return None
+
+
+def _engine_replies(argv: list[str], seat: str) -> dict[str, list[Reply]]:
+    """What a healthy engine started with `argv` answers."""
+    name = served_name(argv, seat)
+    models = {"object": "list", "data": [{"id": name, "object": "model"}]}
+    return {
+        "/health": [Reply(200)],
+        "/v1/models": [Reply(200, json.dumps(models))],
+        "/metrics": [Reply(200, idle_metrics(argv, name))],
+    }
 
 
 @dataclass
@@ -300,7 +278,17 @@ def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
     containers = host.containers
     if match := re.search(r"--filter 'label=fleet\.seat=([^']+)'", stdin):
         containers = {k: c for k, c in containers.items() if c.seat() == match.group(1)}
-    output = fact_output(containers, host.gpus, host.files, host.missing - set(host.models))
+    units = unit_sections(host, stdin) if "mark systemd-rc" in stdin else []
+    output = fact_output(
+        containers,
+        host.gpus,
+        host.files,
+        host.missing - set(host.models),
+        processes(host),
+        units,
+        host.ggufs,
+        host.docker,
+    )
     models = "\n".join(fake_models.model_sections(host, stdin)) + "\n@@FLEET end\n"
     return CommandResult(0, output.replace("@@FLEET end\n", models), "")
 
@@ -322,4 +310,5 @@ HANDLERS: list[tuple[re.Pattern[str], Handler]] = [
     (_pattern(r"docker restart WORD"), _restart),
     (_pattern(r"docker (stop|start|rm) WORD"), _by_hand),
     (_pattern(r"sh -s"), _facts),
+    *((_pattern(template), handler) for template, handler in SYSTEMD_COMMANDS),
 ]

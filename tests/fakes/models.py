@@ -9,7 +9,9 @@ Hugging Face repositories `hf download` finds there. These answer the commands
 listing, sha256sum, the rename), `du -sb`, prune's `rm -rf` and the fact script's model
 sections (`model_sections`). `copy_limit` stops the next copy after that many files,
 exit 20 as rsync says when it is killed; `copied` lists every file a copy transferred,
-so a test sees a resumed copy bring only the rest. A file's digest is `fake_digest`.
+so a test sees a resumed copy bring only the rest. A file's digest is `fake_digest`, its
+mtime `MODIFIED` unless `modified` says otherwise (a file written since), and a file in
+`corrupt` hashes to another digest (its bytes changed, its size and mtime kept).
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ if TYPE_CHECKING:
 
 OK = CommandResult(0, "", "")
 ACCESSED = 1_790_000_000.0  # when a fake model's files were last read (2026-09)
+MODIFIED = "1789000000.0000000000"  # when they were written, as find's %T@ prints it
 KILLED = CommandResult(20, "", "rsync error: received SIGINT, SIGTERM, or SIGHUP (code 20)")
 
 
@@ -55,7 +58,13 @@ def model_sections(host: FakeHost, script: str) -> list[str]:
         if (lineage := host.files.get(path + PROVENANCE_SUFFIX)) is not None:
             parts += [f"@@FLEET provenance {path}", lineage]
         parts.append(f"@@FLEET files {path}")
-        parts += [f"{name}\t{n}\t{host.accessed.get(path, ACCESSED)}" for name, n in files.items()]
+        parts += [
+            f"{name}\t{n}\t{host.accessed.get(path, ACCESSED)}\t"
+            + host.modified.get((path, name), MODIFIED)
+            for name, n in files.items()
+        ]
+    for tmp, files in sorted(host.partial.items()):
+        parts += [f"@@FLEET partial-dir {tmp}", str(sum(files.values()))]
     parts += ["@@FLEET df", "Filesystem 1-blocks Used Available Capacity Mounted on"]
     parts.append(f"/dev/fake 4000000000000 1 {host.disk_free} 1% /models")
     pattern = r"if \[ ! -e (\S+) \]; then mark source \S+; \( (.*) \) 2>&1; mark source-rc"
@@ -131,14 +140,25 @@ def copy(host: FakeHost, inner: str, stdin: str | None) -> CommandResult:
 PREFIXES = ("timeout ", "set -- ", "cd ", "sha256sum ", "mv -T ", "du -sb ", "rm -rf -- ", "ssh ")
 
 
+def handles(host: FakeHost, command: str) -> bool:
+    """Is this one of the model commands? (`cd` only into a copy being checked: other
+    commands change directory too, e.g. the systemd runtime's unit listing.)"""
+    if not command.startswith(PREFIXES):
+        return False
+    if not command.startswith("cd "):
+        return True
+    return shlex.split(command)[1] in host.partial.keys() | host.models.keys()
+
+
 def run(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
-    """One of the model commands (those starting with one of `PREFIXES`)."""
+    """One of the model commands (those `handles` says are)."""
     words = shlex.split(command.split(" 2>/dev/null")[0].split("; find")[0])
     if words[0] == "timeout" and words[2] == "sh":
         return copy(host, words[4], stdin)
     if words[0] == "set":
         files = host.partial.get(words[2], {})
-        return CommandResult(0, "".join(f"{n}\t{s}\t{ACCESSED}\n" for n, s in files.items()), "")
+        lines = (f"{n}\t{s}\t{ACCESSED}\t{MODIFIED}\n" for n, s in files.items())
+        return CommandResult(0, "".join(lines), "")
     if words[0] in ("cd", "sha256sum"):
         return _digests(host, words)
     if words[0] == "mv":
@@ -149,6 +169,7 @@ def run(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
         return CommandResult(0, f"{sum(files.values())}\n" if files is not None else "", "")
     if words[0] == "rm":  # prune's `rm -rf -- PATH PATH.PROVENANCE.txt`
         host.models.pop(words[3], None)
+        host.partial.pop(words[3], None)
         host.files.pop(words[4], None)
         host.journal.append(("removed", words[3]))
         return OK
@@ -156,9 +177,17 @@ def run(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
 
 
 def _digests(host: FakeHost, words: list[str]) -> CommandResult:
-    """`cd TMP && sha256sum -- FILES`, or `sha256sum -- TMP` of a single file."""
+    """`cd DIR && sha256sum -- FILES`, or `sha256sum -- FILE` of a single file, of a copy
+    being checked or of an installed model."""
+    where = words[2] if words[0] == "sha256sum" else words[1]
+    files = host.partial.get(where, host.models.get(where, {}))
     if words[0] == "sha256sum":
-        ((name, size),) = host.partial[words[2]].items()
-        return CommandResult(0, f"{fake_digest(name, size)}  {words[2]}\n", "")
-    files, names = host.partial[words[1]], words[5:]
-    return CommandResult(0, "".join(f"{fake_digest(n, files[n])}  {n}\n" for n in names), "")
+        ((name, size),) = files.items()
+        return CommandResult(0, f"{_digest(host, where, name, size)}  {words[2]}\n", "")
+    lines = (f"{_digest(host, where, n, files[n])}  {n}\n" for n in words[5:])
+    return CommandResult(0, "".join(lines), "")
+
+
+def _digest(host: FakeHost, where: str, name: str, size: int) -> str:
+    changed = (where, name) in host.corrupt
+    return fake_digest(name + ("~" if changed else ""), size)

@@ -6,8 +6,9 @@ the fetch with its size and tower's free space, and refuses a model larger than 
 filesystem with both numbers; an apply whose rsync is killed midway leaves the seat's
 path absent; the next apply resumes (the shard already copied is not copied again),
 checks the files, writes the provenance the inventory reads, serves the seat, and plans
-0 after; a file changed by hand is a finding; `fleet models prune` frees exactly the one
-old unused directory and refuses the model coder uses. What needs no real sshd or rsync
+0 after (the rename kept every mtime); a file changed by hand (resized, or only its
+mtime) is a finding; `fleet models prune` frees exactly the one old unused directory and
+refuses the model coder uses. What needs no real sshd or rsync
 (the hub, digests, an unreachable store) is in tests/unit/cli/test_models_cli.py.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import signal
@@ -149,7 +151,7 @@ def test_the_next_apply_resumes_checks_records_and_serves(repo: FleetRepo) -> No
     assert (model / SHARD).stat().st_ino == inode, "the shard copied before the kill stayed"
     lineage = tower_dir(repo.lab, f"{NAME}.PROVENANCE.txt").read_text()
     assert f"Source: store:nas:/models/{SMALL[0]}\nRevision: lab-1\n" in lineage
-    assert f"\n{SMALL[1] // 2} - {SHARD}\n" in lineage
+    assert re.search(rf"\n{SMALL[1] // 2} - @[0-9.]+ {re.escape(SHARD)}\n", lineage), lineage
     inventory = json.loads(repo.fleet("inventory", "--json").stdout)
     seats = [s for h in inventory["hosts"] for s in h["seats"]]
     coder = next(s for s in seats if s["seat"] == "coder")
@@ -160,14 +162,16 @@ def test_the_next_apply_resumes_checks_records_and_serves(repo: FleetRepo) -> No
 
 
 def test_a_model_changed_by_hand_is_a_finding(repo: FleetRepo) -> None:
+    assert "model-changed" not in repo.fleet("plan").stdout, "the rename kept every mtime"
     config = tower_dir(repo.lab, NAME) / "config.json"
     before = config.stat().st_size
     with config.open("a") as out:
         out.write("\n")
+    os.utime(tower_dir(repo.lab, NAME) / SHARD, (1_800_000_000, 1_800_000_000))  # same size
     plan = repo.fleet("plan")
     assert (
         f"warning model-changed tower:{PATH}: changed since fleet fetched it: "
-        f"config.json is {before + 1} bytes, was {before}"
+        f"config.json is {before + 1} bytes, was {before}; {SHARD} was written since"
     ) in plan.stdout
 
 

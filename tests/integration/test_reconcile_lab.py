@@ -5,7 +5,10 @@ pushed to the remote is applied within two intervals, a failing commit is rolled
 and retried with backoff then left, SIGTERM leaves no lock, the metrics show each state,
 and a real Prometheus server (Debian's package) scrapes the loop and fires an alert rule
 on a stopped seat. The watchdog reads the stand-in engine's /metrics and restarts it
-once when it holds a request and generates nothing (the engine's stuck switch).
+once when it holds a request and generates nothing (the engine's stuck switch). The loop
+measures a seat every few seconds through the gateway (`reconcile.bench`): slowed by the
+engine's switch it raises the warning against the committed baseline within two
+intervals, and clears it once the seat is fast again.
 """
 
 from __future__ import annotations
@@ -65,6 +68,9 @@ def state(lab: Lab, name: str) -> str:
 
 def test_one_cycle_applies_reports_heals_and_holds(remote_repo: FleetRepo, tmp_path: Path) -> None:
     repo, lab = remote_repo, remote_repo.lab
+    coder = repo.desired / "seats" / "coder.yaml"
+    coder.write_text(coder.read_text() + "env: {FLEET_LAB_TOKEN_RATE: '300'}\n")
+    repo.commit("coder decodes at 300 tok/s: a bench of it takes seconds")
     applied = repo.fleet("reconcile", "--once", "--auto-apply")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert state(lab, "fleet-tower-coder-1") == "running"
@@ -89,6 +95,8 @@ def test_one_cycle_applies_reports_heals_and_holds(remote_repo: FleetRepo, tmp_p
     held = repo.fleet("reconcile", "--once", "--auto-apply", "--self-heal")
     assert held.returncode == 2 and "suspended in fleet.yaml" in held.stdout
     assert container_id(lab, "fleet-tower-coder-1") == before
+    # held, the loop still measures: a regression and its end, against the committed baseline
+    measures_until_restored(repo, lab)
 
 
 @pytest.fixture
@@ -196,6 +204,61 @@ def test_the_watchdog_restarts_an_engine_that_holds_requests_and_generates_nothi
         raise AssertionError(f"{failure}\n--- the loop said:\n{tail}") from failure
     finally:
         lab.docker("tower", "exec", seat, "rm", "-f", "/tmp/fleet-lab-stuck")
+        stop_loop(loop)
+
+
+def slow(lab: Lab, container: str, factor: str) -> None:
+    lab.docker("tower", "exec", container, "sh", "-c", f"echo {factor} > /tmp/fleet-lab-slowdown")
+
+
+def measures_until_restored(repo: FleetRepo, lab: Lab) -> None:
+    """The loop measures coder every 5 s through the gateway: slowed 40% by the engine's
+    switch it warns within two intervals, and clears the warning once coder is fast again."""
+    fleet_yaml = repo.desired / "fleet.yaml"
+    suspended = "reconcile: {suspend: true}\n"
+    bench = "reconcile: {suspend: true, bench: {interval: 5s}}\n"
+    fleet_yaml.write_text(fleet_yaml.read_text().replace(suspended, bench))
+    repo.commit("the loop measures every 5 s")
+    baseline = repo.fleet("bench", "--write", "--via", "gateway")
+    assert baseline.returncode == 0, baseline.stdout + baseline.stderr
+    git.Repo(repo.root).git.push("origin", "HEAD:main")  # the committed baseline
+    listen = free_port()
+    loop = start_loop(repo, "--interval", "2", "--listen", f"127.0.0.1:{listen}")
+    seat = "fleet-tower-coder-1"
+    try:
+        (first, *_) = wait_for(
+            lambda: loop_events(loop_log(loop), "bench", seat="coder"), 60, "a measurement"
+        )  # type: ignore[misc]
+        assert first["via"] == "gateway" and float(first["baseline_ratio"]) > 0.8, first
+        seen = len(loop_events(loop_log(loop), "bench", seat="coder"))
+        slow(lab, seat, "0.6")  # 40% slower: a warning
+        (warned,) = wait_for(
+            lambda: loop_events(loop_log(loop), "bench-regression", seat="coder"),
+            40,  # two intervals, a sweep under way, the slowed one itself and the cycles
+            "the warning within two intervals",
+        )  # type: ignore[misc]
+        assert warned["level"] == "warning" and "below its baseline" in warned["message"]
+        after = [e["regression"] for e in loop_events(loop_log(loop), "bench", seat="coder")]
+        assert "warning" in after[seen : seen + 2], after  # the next or the one after
+        with urllib.request.urlopen(f"http://127.0.0.1:{listen}/metrics", timeout=5) as reply:
+            text = reply.read().decode()
+        assert 'fleet_findings{severity="warning"}' in text
+        ratio = next(ln for ln in text.splitlines() if ln.startswith("fleet_bench_baseline_ratio{"))
+        assert 'seat="coder"' in ratio and 0.5 < float(ratio.split()[-1]) <= 0.7, ratio
+        slow(lab, seat, "1")
+        (restored,) = wait_for(
+            lambda: loop_events(loop_log(loop), "bench-restored", seat="coder"),
+            40,
+            "the warning cleared",
+        )  # type: ignore[misc]
+        assert restored["was"] == "warning"
+        head = git.Repo(repo.root).head.commit.message
+        assert head.startswith("fleet bench: ")  # the loop committed no measurement
+    except AssertionError as failure:
+        tail = "".join(loop_log(loop)[-40:])
+        raise AssertionError(f"{failure}\n--- the loop said:\n{tail}") from failure
+    finally:
+        slow(lab, seat, "1")
         stop_loop(loop)
 
 

@@ -7,6 +7,7 @@ over SSH, as fleet does: the lab's client key and the hosts' pinned host keys.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -14,11 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.helpers import FleetRepo, make_repo
+from fleet.yamltext import dump_yaml, make_yaml
+from tests.integration.helpers import FleetRepo, chat, make_repo
 from tests.lab import Lab
 from tests.lab.nspawn import SystemdHost
 
 pytestmark = pytest.mark.lab
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llamacpp-fleet" / "desired"
 
 UNIT = "lab-probe"
 URL = "http://127.0.0.1:8090/health"
@@ -55,7 +58,8 @@ def test_hosts_are_booted_systemd_reached_over_ssh_with_pinned_keys(
 ) -> None:
     for host in systemd_hosts:
         state = lab.run(host.name, "systemctl is-system-running --wait; hostname", check=True)
-        assert state.stdout.split() == ["running", host.name]
+        failed = lab.run(host.name, "systemctl --failed --no-pager --no-legend").stdout
+        assert state.stdout.split() == ["running", host.name], f"failed units: {failed}"
         assert lab.run(host.name, "cat /proc/1/comm").stdout.strip() == "systemd"
     other_key = lab.known_hosts.with_name("other_known_hosts")
     lines = lab.known_hosts.read_text().splitlines()
@@ -263,3 +267,84 @@ def test_import_adopts_a_hand_made_unit_in_place_then_a_change_takes_it_over(
     assert taken == {"ActiveState": "inactive", "UnitFileState": "disabled"}
     wait_show(lab, "apu", f"fleet-{seat_file.stem}", "SubState", "running")
     assert repo.fleet("plan").returncode == 0
+
+
+VLLM_SEAT = """host: rtx3090
+gpus: [0]
+engine: vllm
+image: /usr/local/bin/vllm
+model: /models/TinyLlama-1.1B-Chat-FP8
+served_name: tiny
+context: 2048
+gpu_memory_utilization: 0.1
+concurrency_band: {min: 1.2, max: 64}
+port: 8073
+"""
+
+
+def test_a_vllm_seat_runs_as_a_vllm_serve_unit(
+    lab: Lab, systemd_hosts: list[SystemdHost], tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path, lab, seats=())
+    (repo.desired / "hosts" / "rtx3090.yaml").write_text(host_file(systemd_hosts[0]))
+    (repo.desired / "seats" / "tiny.yaml").write_text(VLLM_SEAT)
+    gateway = repo.desired / "gateway.yaml"  # no alias: the gateway is left as it is
+    gateway.write_text(re.sub(r"^retired_aliases:.*\n", "", gateway.read_text(), flags=re.M))
+    repo.commit("a vLLM seat as a unit")
+    assert "seat tiny healthy" in fleet_ok(repo, "apply", "--auto-approve", "--timeout", "120")
+    shown = show(lab, "rtx3090", "fleet-tiny", "ExecStart", "SubState")
+    assert "argv[]=/usr/local/bin/vllm serve /models/TinyLlama-1.1B-Chat-FP8 " in shown["ExecStart"]
+    assert shown["SubState"] == "running" and repo.fleet("plan").returncode == 0
+    repo.remove("seats/tiny.yaml")
+    fleet_ok(repo, "apply", "--auto-approve", "--prune", "--timeout", "120")
+    assert show(lab, "rtx3090", "fleet-tiny", "LoadState")["LoadState"] == "not-found"
+
+
+# -- the llama.cpp example fleet (examples/llamacpp-fleet/desired/) ----------------------
+# The lab has two systemd hosts for the example's three: the RTX 5070's seat (mid) runs on
+# apu as a CPU seat, and big runs qwen3-8b there, since this machine has no 64 GB for the
+# 32B Q8_0 file. coder runs on rtx3090 as the example says.
+LAB_EDITS = {
+    "mid.yaml": (("host: rtx5070", "host: apu"), ("gpus: [0]", "gpus: []")),
+    "big.yaml": (("qwen3-32b-q8_0.gguf", "qwen3-8b-q4_k_m.gguf"),),
+}
+
+
+def example_repo(lab: Lab, hosts: list[SystemdHost], tmp_path: Path) -> FleetRepo:
+    """The example's seats and fallbacks on the lab's systemd hosts and gateway."""
+    repo = make_repo(tmp_path, lab, seats=())
+    shutil.copyfile(EXAMPLE / "fleet.yaml", repo.desired / "fleet.yaml")  # its bands
+    for host in hosts:
+        (repo.desired / "hosts" / f"{host.name}.yaml").write_text(host_file(host))
+    for seat_file in (EXAMPLE / "seats").glob("*.yaml"):
+        text = seat_file.read_text()
+        for old, new in LAB_EDITS.get(seat_file.name, ()):
+            assert old in text, (seat_file.name, old)
+            text = text.replace(old, new)
+        (repo.desired / "seats" / seat_file.name).write_text(text)
+    yaml = make_yaml()
+    gateway = yaml.load((repo.desired / "gateway.yaml").read_text())
+    gateway["fallbacks"] = yaml.load((EXAMPLE / "gateway.yaml").read_text())["fallbacks"]
+    (repo.desired / "gateway.yaml").write_text(dump_yaml(gateway))
+    repo.commit("the llama.cpp example fleet on the lab's systemd hosts")
+    return repo
+
+
+def test_the_llamacpp_example_fleet_applies_end_to_end_and_plans_zero(
+    lab: Lab, systemd_hosts: list[SystemdHost], tmp_path: Path
+) -> None:
+    repo = example_repo(lab, systemd_hosts, tmp_path)
+    out = fleet_ok(repo, "apply", "--auto-approve", "--timeout", "180")
+    for seat in ("coder", "mid", "big"):
+        assert f"seat {seat} healthy" in out, out
+    plan = repo.fleet("plan")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    argv = lab.run("rtx3090", "systemctl show fleet-coder -p ExecStart", check=True).stdout
+    assert "qwen3-32b-q4_k_m.gguf" in argv and "--parallel 2" in argv
+    assert "--batch-size 4096" in argv
+    tree = make_yaml().load(lab.gateway_config())
+    section = tree.get("router_settings") or tree.get("litellm_settings") or {}
+    assert {"coder": ["mid", "big"]} in section["fallbacks"]
+    assert {"mid": ["big"]} in section["fallbacks"]
+    status, body = chat(lab, "code")
+    assert status == 200, body

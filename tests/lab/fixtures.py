@@ -62,4 +62,4 @@ def model_store(lab: Lab) -> Iterator[store.ModelStore]:
     try:
         yield running
     finally:
-        running.stop()
+        running.stop(lab)

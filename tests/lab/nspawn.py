@@ -46,8 +46,16 @@ ROOTFS = Path(os.environ.get("FLEET_LAB_SYSTEMD_ROOTFS", "/opt/fleet-lab/systemd
 MIRROR = os.environ.get("FLEET_LAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PACKAGES = "systemd,systemd-sysv,dbus,openssh-server,python3,iproute2,procps,ca-certificates"
 SITE = "/usr/local/lib/python3.11/dist-packages/vllm"
-GPU_MODELS = ("qwen3-8b-q4_k_m.gguf", "qwen3-0.6b-q8_0.gguf", "not-a-model.gguf")
+GPU_MODELS = (
+    "qwen3-8b-q4_k_m.gguf",
+    "qwen3-0.6b-q8_0.gguf",
+    "not-a-model.gguf",
+    "qwen3-32b-q4_k_m.gguf",  # the llama.cpp example fleet's coder
+    "TinyLlama-1.1B-Chat-FP8",  # for `vllm serve` as a unit
+)
+APU_MODELS = (*CPU_MODELS, "qwen3-14b-q4_k_m.gguf", "qwen3-8b-q4_k_m.gguf")  # and its mid, big
 ROLE = "nspawn"
+MASKED = "systemd-tmpfiles-setup-dev.service"
 
 
 def specs() -> tuple[HostSpec, ...]:
@@ -55,7 +63,7 @@ def specs() -> tuple[HostSpec, ...]:
     gpus = make_gpus("rtx3090", RTX_3090, 24576, 1)
     return (
         HostSpec("rtx3090", "127.0.0.15", 5, gpus, "runtime", GPU_MODELS, image_tags=()),
-        HostSpec("apu", "127.0.0.16", 6, models=CPU_MODELS, image_tags=()),
+        HostSpec("apu", "127.0.0.16", 6, models=APU_MODELS, image_tags=()),
     )
 
 
@@ -140,6 +148,9 @@ def write_layer(lab: Lab, host: SystemdHost) -> None:
     wants = etc / "systemd/system/multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
     (wants / "systemd-networkd.service").symlink_to("/lib/systemd/system/systemd-networkd.service")
+    # nspawn populates the container's /dev itself; the static device nodes this unit
+    # creates on a real machine failed now and then at boot (the host then `degraded`)
+    (etc / "systemd/system" / MASKED).symlink_to("/dev/null")
     write(etc / "ssh/sshd_config.d/10-fleet-lab.conf", sshd_dropin(host))
     keys = etc / "ssh/fleet-lab"
     keys.mkdir(parents=True, exist_ok=True)
@@ -296,7 +307,8 @@ def read(path: str) -> str:
 
 
 def halt(lab: Lab, hosts: list[SystemdHost]) -> None:
-    """Power the hosts off (nspawn's SIGTERM) and take them out of the lab's files."""
+    """Power the hosts off (nspawn's SIGTERM), take them out of the lab's files and
+    remove their overlays and run dirs (/run/fleet-lab/<slot>/<host>)."""
     names = {h.name for h in hosts}
     mine = [r for r in lab.state.procs if r.role == ROLE and r.host in names]
     procs.stop([r.pid for r in mine if procs.is_ours(r)], timeout=15.0)
@@ -308,6 +320,7 @@ def halt(lab: Lab, hosts: list[SystemdHost]) -> None:
     for name in names:
         lab.hosts.pop(name, None)
     write_client_files(lab)
-    for host in hosts:
+    for host in hosts:  # what prepare() made for it, by its own paths
         subprocess.run(["ip", "link", "delete", host.veth], capture_output=True)
         shutil.rmtree(host.root / "overlay", ignore_errors=True)
+        shutil.rmtree(host.run_dir, ignore_errors=True)

@@ -42,6 +42,7 @@ class ModelStore:
     key: Path
     known_hosts: Path
     proc: subprocess.Popen[bytes]
+    record: procs.ProcRecord
 
     @property
     def address(self) -> str:
@@ -56,10 +57,16 @@ class ModelStore:
         else:
             limit.write_text(f"{int(mbps * 1000)}\n")
 
-    def stop(self) -> None:
-        """Stop its sshd (the process this module started)."""
+    def stop(self, lab: Lab) -> None:
+        """Stop its sshd (the process this module started) and take it out of the lab's
+        state file, which lists only what still runs (the lab's own checks rely on it)."""
         self.proc.terminate()
         self.proc.wait(timeout=10)
+        with lab.state.lock:
+            lab.state.procs = [r for r in lab.state.procs if r != self.record]
+            lab.state.save()
+        if self.proc in lab.children:
+            lab.children.remove(self.proc)
 
 
 def write_models(models_dir: Path, corpus: Path) -> None:
@@ -111,4 +118,4 @@ def start(lab: Lab) -> ModelStore:
         lambda: port_open(host.address, SSH_PORT),
         30,
     )
-    return ModelStore(host=host, key=key, known_hosts=known, proc=proc)
+    return ModelStore(host=host, key=key, known_hosts=known, proc=proc, record=record)

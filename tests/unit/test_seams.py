@@ -74,7 +74,7 @@ def own_words(value: object) -> set[str]:
 
 
 def engine_words(engine: ModuleType) -> set[str]:
-    words = set(engine.OOM_SIGNATURES)
+    words = set(engine.OOM_SIGNATURES) | ({engine.LONG_CONTEXT_ENV} - {None})
     for module in modules(engine):
         for value in vars(module).values():
             words |= own_words(value)

@@ -36,6 +36,7 @@ ESTIMATES_KV: bool = False
 KV_SIZING: str = "llama.cpp sizes its KV cache by context x parallel slots"
 RUNS_ON_CPU: bool = True
 TOKENIZE: str | None = None  # its /tokenize answers the tokens, not a count
+LONG_CONTEXT_ENV: str | None = None
 METRICS = MetricNames(
     running=("llamacpp:requests_processing",),
     waiting=("llamacpp:requests_deferred",),

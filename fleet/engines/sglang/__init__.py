@@ -47,6 +47,7 @@ ESTIMATES_KV: bool = False
 KV_SIZING: str = "SGLang sizes its KV pool by its memory fraction (--mem-fraction-static)"
 RUNS_ON_CPU: bool = False
 TOKENIZE: str | None = None
+LONG_CONTEXT_ENV: str | None = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 METRICS = MetricNames(
     running=("sglang:num_running_reqs",),
     waiting=("sglang:num_queue_reqs",),

@@ -35,6 +35,7 @@ ESTIMATES_KV: bool = True
 KV_SIZING: str = "vLLM sizes its KV cache by kv_cache_bytes or gpu_memory_utilization"
 RUNS_ON_CPU: bool = False
 TOKENIZE: str | None = "/tokenize"
+LONG_CONTEXT_ENV: str | None = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 METRICS = MetricNames(
     running=("vllm:num_requests_running",),
     waiting=("vllm:num_requests_waiting",),

@@ -179,6 +179,10 @@ def spawn(name: str, module: str, env: dict[str, str]) -> tuple[subprocess.Popen
     """Start a child python process titled `name`; returns it and its result fd."""
     read_fd, write_fd = os.pipe()
     child_env = {**os.environ, **env, "FLEET_LAB_RESULT_FD": str(write_fd)}
+    # a title for argv[0] leaves Python no path to find its prefix by: on a merged-/usr
+    # host (a systemd lab host) it then misses dist-packages, where this package lives
+    site = str(Path(__file__).resolve().parent.parent)
+    child_env["PYTHONPATH"] = os.pathsep.join(p for p in (site, os.environ.get("PYTHONPATH")) if p)
     python = sys.executable or os.readlink("/proc/self/exe")  # '' under a VLLM:: title
     proc = subprocess.Popen(
         [name, "-m", module],

@@ -61,9 +61,21 @@ def used_by_others(gpu: Gpu) -> int:
             record = json.loads(path.read_text())
         except (OSError, ValueError):
             continue
+        if _dead_unit_process(record):  # killed (-9) before it could release: freed
+            path.unlink(missing_ok=True)
+            continue
         if record.get("gpu") == gpu.index and record.get("container") != own:
             total += int(record.get("mib", 0)) * MiB
     return total
+
+
+def _dead_unit_process(record: dict[str, object]) -> bool:
+    """Is this the record of a systemd unit's engine on this host that no longer runs?
+    The driver frees a dead process's memory; a container's records are freed by the
+    runtime wrapper at its delete, a unit's have no such step (and share this pid
+    namespace, so its pid tells)."""
+    unit = str(record.get("container", "")).startswith("unit-")
+    return unit and not Path(f"/proc/{record.get('pid')}").exists()
 
 
 def record_usage(gpu: Gpu, nbytes: int, process_name: str) -> Path:

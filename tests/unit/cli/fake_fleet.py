@@ -123,11 +123,17 @@ class FakeFleet:
         gateway.files[GATEWAY_CONFIG] = render_gateway_config(current, self.load())
 
 
-def make_fleet(path: Path, seats: tuple[str, ...] | None = SMALL) -> FakeFleet:
-    """A Git repository whose desired/ is the example fleet, limited to `seats`; the
-    hosts run nothing and the gateway config has no entry of fleet's yet."""
+def make_fleet(
+    path: Path,
+    seats: tuple[str, ...] | None = SMALL,
+    source: Path = DESIRED,
+    hosts: dict[str, FakeHost] | None = None,
+) -> FakeFleet:
+    """A Git repository whose desired/ is the example fleet (or `source`, on those fake
+    `hosts`), limited to `seats`; the hosts run nothing and the gateway config has no
+    entry of fleet's yet."""
     root = path / "fleet-repo"
-    shutil.copytree(DESIRED, root / "desired")
+    shutil.copytree(source, root / "desired")
     if seats is not None:
         for seat_file in (root / "desired" / "seats").glob("*.yaml"):
             if seat_file.stem not in seats:
@@ -137,7 +143,7 @@ def make_fleet(path: Path, seats: tuple[str, ...] | None = SMALL) -> FakeFleet:
     with repo.config_writer() as config:
         config.set_value("user", "name", "fleet tests")
         config.set_value("user", "email", "tests@fleet.invalid")
-    fake = FakeFleet(root=root)
+    fake = FakeFleet(root=root) if hosts is None else FakeFleet(root=root, hosts=hosts)
     fake.hosts["gateway"].files[GATEWAY_CONFIG] = FOREIGN_GATEWAY
     fake.commit("desired fleet")
     return fake

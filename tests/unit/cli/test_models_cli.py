@@ -3,20 +3,23 @@ with its fetch and the free space, fetched in wave 0 (copied on the host, checke
 provenance written, renamed), and plans 0 after; no room, an unreachable store and a
 file changed by hand are said with their numbers; an interrupted copy leaves the seat's
 path absent and the next apply resumes it; hf:// gets its token on stdin only; `fleet
-models` lists and prunes exactly the unused model. tests/fakes/models.py plays the
+models` lists and prunes exactly the unused model (and an abandoned `.partial`, not one a
+fetch resumes), hashes at observe only files written since the fetch, `--verify` hashes
+every recorded file, and `--json` gives hosts, models and findings. tests/fakes/models.py plays the
 weights, the store and the hub; tests/integration/test_models_lab.py copies for real.
 """
 
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
 
 from fleet.facts.provenance import parse_provenance, recorded_files
 from reconciler.host import CommandResult
-from tests.fakes.models import FakeStore, fake_digest
+from tests.fakes.models import ACCESSED, FakeStore, fake_digest
 from tests.unit.cli.fake_fleet import MASTER_KEY, FakeFleet, make_fleet
 
 PATH = "/models/TinyLlama-1.1B-Chat-FP8"
@@ -234,3 +237,118 @@ def test_fetches_to_one_host_are_counted_together(tmp_path: Path) -> None:
         "/models/stories42M-embed: needs 1.1 GB on tower (1.1 GB more for the fetches before "
         "it) but /models has 1.5 GB free (2203601326 > 1500000000 bytes)"
     ) in plan.stdout
+
+
+WEIGHTS = "model.safetensors"
+LATER = "1791000000.0000000000"  # an mtime after the fetch's
+
+
+def declare_digest(fake: FakeFleet) -> None:
+    """coder's origin declares the weights' sha256 (a manifest), so fleet records it."""
+    fake.edit(
+        "seats/coder.yaml",
+        "  revision: r2026-11",
+        f"  revision: r2026-11\n  manifest:\n"
+        f"    {WEIGHTS}: {{sha256: {fake_digest(WEIGHTS, FILES[WEIGHTS])}}}",
+    )
+
+
+def hashed(fake: FakeFleet) -> list[str]:
+    return [c for _, c in fake.hosts["tower"].journal if "sha256sum" in c]
+
+
+# (id, file, written since (new mtime), its bytes changed, what `fleet models` says or None)
+EDITS = [
+    ("touched-same-bytes", WEIGHTS, True, False, None),
+    ("rewritten-same-size", WEIGHTS, True, True, f"{WEIGHTS}: sha256 "),
+    ("undigested-rewritten", "tokenizer.json", True, False, "tokenizer.json was written since"),
+    ("corrupt-same-mtime", WEIGHTS, False, True, None),  # only --verify reads every byte
+]
+
+
+@pytest.mark.parametrize(
+    ("name", "written", "corrupt", "said"), [e[1:] for e in EDITS], ids=[e[0] for e in EDITS]
+)
+def test_observe_hashes_only_files_written_since_the_fetch(
+    fake: FakeFleet, name: str, written: bool, corrupt: bool, said: str | None
+) -> None:
+    declare_digest(fake)
+    apply(fake)
+    tower = fake.hosts["tower"]
+    tower.journal.clear()
+    assert "model-changed" not in fake.fleet("models").stdout and not hashed(fake)
+    if written:
+        tower.modified[(PATH, name)] = LATER
+    if corrupt:
+        tower.corrupt.add((PATH, name))
+    listed = fake.fleet("models")
+    assert listed.returncode == 0, listed.stderr
+    digested = name == WEIGHTS and written
+    assert hashed(fake) == ([f"cd {PATH} && sha256sum -- {WEIGHTS}"] if digested else [])
+    if said is None:
+        assert "model-changed" not in listed.stdout
+    else:
+        assert f"model-changed: tower:{PATH}: changed since fleet fetched it: {said}" in (
+            listed.stdout
+        )
+        assert f"warning model-changed tower:{PATH}" in fake.fleet("plan").stdout
+
+
+@pytest.mark.parametrize("corrupt", [False, True], ids=["intact", "corrupt"])
+def test_verify_hashes_every_recorded_file(fake: FakeFleet, corrupt: bool) -> None:
+    declare_digest(fake)
+    apply(fake)
+    tower = fake.hosts["tower"]
+    if corrupt:
+        tower.corrupt.add((PATH, WEIGHTS))  # same size, same mtime: only its bytes differ
+    verified = fake.fleet("models", "--verify")
+    assert verified.returncode == (2 if corrupt else 0), verified.stdout + verified.stderr
+    assert (f"model-changed: tower:{PATH}" in verified.stdout) is corrupt
+    assert hashed(fake)[-1] == f"cd {PATH} && sha256sum -- {WEIGHTS}"
+
+
+def test_prune_frees_an_abandoned_partial_and_keeps_one_a_fetch_resumes(fake: FakeFleet) -> None:
+    tower = fake.hosts["tower"]
+    abandoned, resumed = (
+        "/models/.Qwen3-32B-old.partial",
+        "/models/.TinyLlama-1.1B-Chat-FP8.partial",
+    )
+    tower.partial[abandoned] = {"model-00001.safetensors": 5_000_000_000}
+    tower.partial[resumed] = {"config.json": 663}  # coder's fetch would resume it
+    aged = fake.fleet("models", "prune", "--older-than", "1d", "--auto-approve")
+    assert "Nothing to prune" in aged.stdout, "a partial's last read is unknown"
+    pruned = fake.fleet("models", "prune", "--auto-approve")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert f"  - tower  {abandoned}  5.0 GB  seats: unused" in pruned.stdout
+    assert resumed not in pruned.stdout
+    assert "Pruned 1 model(s), freed 5.0 GB." in pruned.stdout
+    assert sorted(tower.partial) == [resumed]
+    assert [p for kind, p in tower.journal if kind == "removed"] == [abandoned]
+
+
+def test_models_json_has_hosts_models_and_findings(fake: FakeFleet) -> None:
+    apply(fake)
+    tower = fake.hosts["tower"]
+    tower.models["/models/Qwen3-32B-retired"] = {"config.json": 700}
+    tower.modified[(PATH, "tokenizer.json")] = LATER
+    listed = fake.fleet("models", "--json")
+    assert listed.returncode == 0, listed.stderr
+    document = json.loads(listed.stdout)
+    assert sorted(document["hosts"]) == sorted(fake.hosts)
+    assert document["hosts"]["tower"] == {"reachable": True, "disk_available": tower.disk_free}
+    rows = {row["path"]: row for row in document["models"]}
+    assert rows[PATH] == {
+        "host": "tower",
+        "path": PATH,
+        "size_bytes": sum(FILES.values()),
+        "seats": ["coder"],
+        "lineage": rows[PATH]["lineage"],
+        "last_used": ACCESSED,
+    }
+    assert f"source: store:nas:{SOURCE}" in rows[PATH]["lineage"]
+    assert rows["/models/Qwen3-32B-retired"]["seats"] == []
+    kinds = {(f["kind"], f["target"], f["severity"]) for f in document["findings"]}
+    assert kinds == {
+        ("unused-model", "tower:/models/Qwen3-32B-retired", "info"),
+        ("model-changed", f"tower:{PATH}", "warning"),
+    }

@@ -11,6 +11,7 @@ import pytest
 from fleet.facts.model_files import (
     DISK,
     FILES,
+    PARTIALS,
     SOURCES,
     DiskFree,
     ModelFile,
@@ -60,10 +61,13 @@ def test_df(text: str, expected: DiskFree | None) -> None:
 
 def test_file_list_reads_find_printf() -> None:
     text = (
-        "config.json\t663\t1796348513.6944446720\nshards/model-00001.safetensors\t4096\t17\nbad\n"
+        "config.json\t663\t1796348513.6944446720\t1789000000.5000000000\n"
+        "shards/model-00001.safetensors\t4096\t17\nbad\n"
     )
     assert parse_file_list(text) == {
-        "config.json": ModelFile(size=663, accessed=1796348513.6944446720),
+        "config.json": ModelFile(
+            size=663, accessed=1796348513.6944446720, modified="1789000000.5000000000"
+        ),
         "shards/model-00001.safetensors": ModelFile(size=4096, accessed=17.0),
     }
 
@@ -89,6 +93,25 @@ def test_disk_and_files_on_a_real_directory(tmp_path: Path) -> None:
         str(model): {"config.json": 2, "model.safetensors": 1000},
         str(tmp_path / "m.gguf"): {"": 64},
     }
+    written = files[str(model)]["model.safetensors"].modified
+    assert written is not None
+    assert float(written) == pytest.approx((model / "model.safetensors").stat().st_mtime)
+
+
+def test_partials_are_the_hidden_temporary_paths_of_the_root(tmp_path: Path) -> None:
+    (tmp_path / ".Qwen3-32B.partial").mkdir()
+    (tmp_path / ".Qwen3-32B.partial" / "model.safetensors").write_bytes(b"\0" * 1000)
+    (tmp_path / ".q4.gguf.partial").write_bytes(b"\0" * 64)
+    (tmp_path / "Qwen3-8B").mkdir()
+    (tmp_path / ".hidden").mkdir()
+    found = run_script(PARTIALS.entry(str(tmp_path)))[PARTIALS]
+    assert sorted(found) == [
+        str(tmp_path / ".Qwen3-32B.partial"),
+        str(tmp_path / ".q4.gguf.partial"),
+    ]
+    assert found[str(tmp_path / ".q4.gguf.partial")] == 64
+    assert found[str(tmp_path / ".Qwen3-32B.partial")] >= 1000
+    assert run_script(PARTIALS.entry(str(tmp_path / "Qwen3-8B")))[PARTIALS] == {}
 
 
 def test_sources_list_only_absent_paths_and_say_why_not(tmp_path: Path) -> None:
@@ -126,11 +149,17 @@ def test_recorded_files_read_back_what_fleet_wrote() -> None:
         + "\n"
         + file_line("weights dir/model.safetensors", 4096, digest)
         + "\n"
+        + file_line("tokenizer.json", 17, None, "1789000000.1234567890")
+        + "\n"
+        + file_line("", 9, digest, "1789000000")
+        + "\n"
     )
     provenance = parse_provenance(text)
     assert provenance.as_dict() == {"source": "store:nas:/srv/models/X", "revision": "v1"}
     assert recorded_files(provenance) == {
-        "config.json": RecordedFile(size=663),
+        "config.json": RecordedFile(size=663),  # written before fleet noted mtimes
         "weights dir/model.safetensors": RecordedFile(size=4096, sha256=digest),
+        "tokenizer.json": RecordedFile(size=17, mtime="1789000000.1234567890"),
+        "": RecordedFile(size=9, sha256=digest, mtime="1789000000"),
     }
     assert recorded_files(parse_provenance("base model: Qwen/Qwen3-8B\n")) is None

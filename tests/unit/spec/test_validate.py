@@ -67,6 +67,22 @@ CASES = [
         "desired/seats/sec.yaml:1: error: missing required key 'port'",
     ),
     (
+        "bench-interval-words",
+        [("fleet.yaml", "name: lab-fleet", "reconcile:\n  bench: {interval: 5 minutes}")],
+        "desired/fleet.yaml:3: error: reconcile.bench.interval: expected a duration like 30s, "
+        "5m or 1h, got '5 minutes'",
+    ),
+    (
+        "bench-interval-zero",
+        [("fleet.yaml", "name: lab-fleet", "reconcile:\n  bench:\n    interval: 0s")],
+        "desired/fleet.yaml:4: error: reconcile.bench.interval: expected at least 1",
+    ),
+    (
+        "bench-via",
+        [("fleet.yaml", "name: lab-fleet", "reconcile:\n  bench: {via: port}")],
+        "desired/fleet.yaml:3: error: reconcile.bench.via: expected one of 'seat' or 'gateway'",
+    ),
+    (
         "bad-engine",
         [("seats/sec.yaml", "engine: vllm", "engine: tgi")],
         "desired/seats/sec.yaml:4: error: engine: expected one of 'vllm', 'llama.cpp' or 'sglang'",

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 DESIRED = Path(__file__).resolve().parents[3] / "desired"
+LLAMACPP = DESIRED.parent / "examples" / "llamacpp-fleet" / "desired"
 
 
 def run_fleet(*args: str) -> subprocess.CompletedProcess[str]:
@@ -30,10 +31,18 @@ def broken(tmp_path: Path) -> Path:
     return root
 
 
-def test_example_is_valid() -> None:
-    result = run_fleet("validate", "--desired", str(DESIRED))
+@pytest.mark.parametrize(
+    ("desired", "counted"),
+    [
+        (DESIRED, "valid (3 hosts, 9 seats"),
+        (LLAMACPP, "valid (4 hosts, 3 seats, 0 warnings)"),
+    ],
+    ids=["compose-fleet", "llamacpp-systemd-fleet"],
+)
+def test_example_is_valid(desired: Path, counted: str) -> None:
+    result = run_fleet("validate", "--desired", str(desired))
     assert result.returncode == 0, result.stderr
-    assert "valid (3 hosts, 9 seats" in result.stdout
+    assert counted in result.stdout
 
 
 def test_schema_errors_exit_1_one_line_each(broken: Path) -> None:

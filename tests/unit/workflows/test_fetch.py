@@ -16,7 +16,7 @@ from reconciler.host import CommandResult
 from reconciler.workflows.fetch import FetchOptions, fetch_model
 from tests.fakes.clock import FakeClock
 from tests.fakes.host import FakeHost
-from tests.fakes.models import FakeStore, copy, fake_digest
+from tests.fakes.models import MODIFIED, FakeStore, copy, fake_digest
 
 DESIRED = Path(__file__).resolve().parents[3] / "desired"
 PATH = "/models/TinyLlama-1.1B-Chat-FP8"
@@ -100,8 +100,9 @@ def test_a_gguf_file_is_copied_checked_by_its_digest_and_renamed() -> None:
     assert host.models["/models/q4.gguf"] == {"": size}
     lineage = host.files["/models/q4.gguf.PROVENANCE.txt"]
     assert lineage.endswith(
-        f"\nFiles: 1\nSize: {size}\n# files: size, sha256 (or -), path\n"
-        f"{size} {fake_digest('', size)}\n"
-    )
+        f"\nFiles: 1\nSize: {size}\n# files: size, sha256 (or -), @mtime, path\n"
+        f"{size} {fake_digest('', size)} @{MODIFIED}\n"
+    ), "a single file: no trailing path"
     recorded = recorded_files(parse_provenance(lineage))
-    assert recorded == {"": RecordedFile(size=size, sha256=fake_digest("", size))}
+    digest = fake_digest("", size)
+    assert recorded == {"": RecordedFile(size=size, sha256=digest, mtime=MODIFIED)}

@@ -15,8 +15,8 @@ COMPOSE = "/srv/fleet/compose.yaml"
 
 
 def test_an_unknown_command_fails_the_test_naming_it() -> None:
-    with pytest.raises(AssertionError, match="no handler for command: systemctl restart vllm"):
-        FakeHost("tower").run("systemctl restart vllm")
+    with pytest.raises(AssertionError, match="no handler for command: service vllm restart"):
+        FakeHost("tower").run("service vllm restart")
 
 
 @pytest.mark.parametrize(

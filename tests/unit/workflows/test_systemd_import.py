@@ -1,0 +1,91 @@
+"""`fleet import` of a hand-made llama-server unit on a fake systemd host, then what follows.
+
+Import observes the host as `fleet import` does (a host where Docker does not answer is
+observed again as a systemd host), writes desired/ for it, and plans 0 with the unit left
+running at the same MainPID; the first change then takes it over: fleet's own unit
+starts, and only once it is healthy is the hand-made one disabled and stopped.
+watchdog restarts a stuck unit through the runtime adapter (`systemctl restart`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+
+from fleet.render.desired_files import HostAccess, import_fleet
+from reconciler.workflows.importer import _without_docker, errors, fleet_of, validate_files
+from reconciler.workflows.observe import observe_fleet
+from tests.fakes.host import FakeHost, FakeSessions
+from tests.fakes.units import gguf_file, start
+from tests.unit.cli.fake_fleet import FakeFleet
+from tests.unit.workflows.test_systemd_seats import MEMINFO
+
+HAND_MADE = """[Unit]
+Description=llama.cpp server, set up by hand
+
+[Service]
+ExecStart=/usr/local/bin/llama-server --model /models/qwen3-0.6b-q4_k_m.gguf --alias hand \\
+    --host 0.0.0.0 --port 8072 --ctx-size 8192 --parallel 2 --n-gpu-layers 0 --metrics
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+"""
+UNIT = "/etc/systemd/system/llama-server.service"
+
+
+def apu() -> FakeHost:
+    """A CPU host without Docker, its llama-server.service made and started by hand."""
+    model = "qwen3-0.6b-q4_k_m.gguf"
+    host = FakeHost("apu", gpus=0, docker=False, ggufs={f"/models/{model}": gguf_file(model)})
+    host.files |= {UNIT: HAND_MADE, "/proc/meminfo": MEMINFO}
+    host.systemd.reload(host.files)
+    assert start(host, "llama-server").exit_status == 0
+    host.systemd.units["llama-server.service"].enabled = True
+    return host
+
+
+def imported(host: FakeHost, tmp_path: Path) -> FakeFleet:
+    """What `fleet import --host apu` writes, committed as a fleet repository."""
+    bare = fleet_of(["apu"], None)
+    sessions = FakeSessions({"apu": host})
+    observation = _without_docker(bare, sessions, observe_fleet(bare, sessions))  # type: ignore[arg-type]
+    result = import_fleet(observation, {"apu": HostAccess(alias="apu", address="10.0.0.33")})
+    assert errors(validate_files(result.files)) == []
+    root = tmp_path / "fleet-repo"
+    for rel, text in result.files.items():
+        (root / "desired" / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / "desired" / rel).write_text(text)
+    repo = git.Repo.init(root)
+    with repo.config_writer() as config:
+        config.set_value("user", "name", "fleet tests")
+        config.set_value("user", "email", "tests@fleet.invalid")
+    fake = FakeFleet(root=root, hosts={"apu": host})
+    fake.commit("imported")
+    return fake
+
+
+def test_import_adopts_the_unit_in_place_then_a_change_takes_it_over(tmp_path: Path) -> None:
+    host = apu()
+    pid = host.systemd.units["llama-server.service"].pid
+    fake = imported(host, tmp_path)
+    assert 'runtime: "systemd"' in (fake.desired / "hosts" / "apu.yaml").read_text()
+    (seat_file,) = (fake.desired / "seats").glob("*.yaml")
+    assert "--port" not in seat_file.read_text() and "port: 8072" in seat_file.read_text()
+    plan = fake.fleet("plan")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert host.systemd.units["llama-server.service"].pid == pid and host.started == [
+        "llama-server.service"
+    ], "adopted in place: nothing restarted"
+
+    fake.edit(f"seats/{seat_file.name}", "context: 4096", "context: 2048")
+    out = fake.fleet("apply", "--auto-approve", "--timeout", "60")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "remove hand-made container llama-server" in out.stdout
+    mine = f"fleet-{seat_file.stem}.service"
+    assert host.started[-1] == mine and host.systemd.units[mine].running
+    hand = host.systemd.units["llama-server.service"]
+    assert (hand.running, hand.enabled) == (False, False), "disabled and stopped"
+    assert host.removed == ["llama-server.service"], "only once the new unit was healthy"
+    assert fake.fleet("plan").returncode == 0
