@@ -36,7 +36,9 @@ def ssh(
 
 @pytest.fixture(scope="module")
 def seats(lab: Lab) -> Iterator[dict[str, str]]:
-    """Two stand-in seats: one on tower (device reservation), one on rig (nvidia runtime)."""
+    """Two stand-in seats: one on tower (device reservation), one on rig (nvidia runtime),
+    on a lab reset first (an earlier module on this worker may have left seats on the GPUs)."""
+    lab.reset()
     tower = seat(
         address=lab.address_of("tower"),
         model="TinyLlama-1.1B-Chat-FP8",
