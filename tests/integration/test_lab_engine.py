@@ -30,6 +30,7 @@ LLAMA8B_TOKEN_BYTES = 2 * 32 * 8 * 128 * 2
 def engines(lab: Lab) -> Iterator[None]:
     """alpha: v0.18.0 with a pinned KV budget and ngram drafting; beta: a utilization
     fraction; gamma: v0.11.2 on rig through the nvidia runtime."""
+    lab.reset()  # no seat an earlier module on this worker left on the GPUs
     alpha = seat(
         address=lab.address_of("tower"),
         model="TinyLlama-1.1B-Chat-FP8",

@@ -35,6 +35,7 @@ router_settings:"""
 @pytest.fixture(scope="module")
 def routed(lab: Lab) -> Iterator[None]:
     """Two seats on two hosts and a gateway config with an alias for each."""
+    lab.reset()  # no seat an earlier module on this worker left on the GPUs
     tower, rig = lab.address_of("tower"), lab.address_of("rig")
     ga = seat(
         address=tower,
