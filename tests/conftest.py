@@ -20,15 +20,17 @@ def corpus() -> Path:
     return CORPUS
 
 
-# The lab modules that take longest (seconds of test time on two workers, measured with
+# The lab modules that take longest (seconds of test time on three workers, measured with
 # --junitxml): handed to the xdist workers first, so that no long module is left to run
 # alone at the end while the other worker idles. A scheduling hint, nothing more.
 LONGEST_FIRST = (
-    "tests/integration/test_apply_lab.py",  # ~165 s
-    "tests/integration/test_apply_guards_lab.py",  # ~150 s
-    "tests/integration/test_reconcile_lab.py",  # ~115 s
-    "tests/integration/test_observe.py",  # ~100 s
-    "tests/integration/test_bench_lab.py",  # ~90 s
+    "tests/integration/test_apply_lab.py",  # ~255 s
+    "tests/integration/test_reconcile_lab.py",  # ~230 s
+    "tests/integration/test_observe.py",  # ~155 s
+    "tests/integration/test_bench_lab.py",  # ~125 s
+    "tests/integration/test_apply_guards_lab.py",  # ~125 s
+    "tests/integration/test_systemd.py",  # ~120 s
+    "tests/integration/test_gateway_bluegreen_lab.py",  # ~80 s before surge's cases
 )
 
 
