@@ -67,6 +67,7 @@ class ModelStore:
             lab.state.save()
         if self.proc in lab.children:
             lab.children.remove(self.proc)
+        shutil.rmtree(self.host.run_dir, ignore_errors=True)  # what start() made, by its path
 
 
 def write_models(models_dir: Path, corpus: Path) -> None:
