@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 pytest_plugins = ["tests.lab.fixtures"]
+
+# pytest caches the test modules it rewrites (their asserts) in __pycache__ (gitignored)
+# unless bytecode writing is off, as PYTHONDONTWRITEBYTECODE turns it off on CI runners and
+# here: then every worker of every run rewrites the suite's ~180 modules again, about 7 s
+# of each worker's start. The cache files are written atomically, safe across workers.
+sys.dont_write_bytecode = False
 
 REPO = Path(__file__).resolve().parent.parent
 CORPUS = REPO / "tests" / "corpus"
