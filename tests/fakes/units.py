@@ -234,3 +234,18 @@ def processes(host: FakeHost) -> list[tuple[int, int, str]]:
     """(pid, GPU, cgroup) of each GPU process of a running unit."""
     running = [u for u in host.systemd.units.values() if u.running]
     return [(u.pid, gpu, f"/system.slice/{u.name}") for u in running for gpu in u.gpus]
+
+
+# A llama-server unit as an operator writes one by hand (what `fleet import` adopts): the
+# fake host's import tests and the lab's real systemd hosts use the same text.
+HAND_MADE = """[Unit]
+Description=llama.cpp server, set up by hand
+
+[Service]
+ExecStart=/usr/local/bin/llama-server --model /models/qwen3-0.6b-q4_k_m.gguf --alias hand \\
+    --host 0.0.0.0 --port 8072 --ctx-size 8192 --parallel 2 --n-gpu-layers 0 --metrics
+Restart=on-failure
+
+[Install]
+WantedBy=multi-user.target
+"""

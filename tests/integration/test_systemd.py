@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from fleet.yamltext import dump_yaml, make_yaml
+from tests.fakes.units import HAND_MADE
 from tests.integration.helpers import FleetRepo, chat, make_repo
 from tests.lab import Lab
 from tests.lab.nspawn import SystemdHost
@@ -144,17 +145,6 @@ served_name: small
 context: 4096
 parallel: 2
 port: 8070
-"""
-HAND_MADE = """[Unit]
-Description=llama.cpp server, set up by hand
-
-[Service]
-ExecStart=/usr/local/bin/llama-server --model /models/qwen3-0.6b-q4_k_m.gguf --alias hand \\
-    --host 0.0.0.0 --port 8072 --ctx-size 8192 --parallel 2 --n-gpu-layers 0 --metrics
-Restart=on-failure
-
-[Install]
-WantedBy=multi-user.target
 """
 
 

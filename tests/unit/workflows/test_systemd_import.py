@@ -17,21 +17,10 @@ from fleet.render.desired_files import HostAccess, import_fleet
 from reconciler.workflows.importer import _without_docker, errors, fleet_of, validate_files
 from reconciler.workflows.observe import observe_fleet
 from tests.fakes.host import FakeHost, FakeSessions
-from tests.fakes.units import gguf_file, start
+from tests.fakes.units import HAND_MADE, gguf_file, start
 from tests.unit.cli.fake_fleet import FakeFleet
 from tests.unit.workflows.test_systemd_seats import MEMINFO
 
-HAND_MADE = """[Unit]
-Description=llama.cpp server, set up by hand
-
-[Service]
-ExecStart=/usr/local/bin/llama-server --model /models/qwen3-0.6b-q4_k_m.gguf --alias hand \\
-    --host 0.0.0.0 --port 8072 --ctx-size 8192 --parallel 2 --n-gpu-layers 0 --metrics
-Restart=on-failure
-
-[Install]
-WantedBy=multi-user.target
-"""
 UNIT = "/etc/systemd/system/llama-server.service"
 
 
