@@ -55,7 +55,7 @@ GPU_MODELS = (
 )
 APU_MODELS = (*CPU_MODELS, "qwen3-14b-q4_k_m.gguf", "qwen3-8b-q4_k_m.gguf")  # and its mid, big
 ROLE = "nspawn"
-MASKED = "systemd-tmpfiles-setup-dev.service"
+MASKED = ("systemd-tmpfiles-setup-dev.service", "systemd-update-utmp-runlevel.service")
 
 
 def specs() -> tuple[HostSpec, ...]:
@@ -148,9 +148,10 @@ def write_layer(lab: Lab, host: SystemdHost) -> None:
     wants = etc / "systemd/system/multi-user.target.wants"
     wants.mkdir(parents=True, exist_ok=True)
     (wants / "systemd-networkd.service").symlink_to("/lib/systemd/system/systemd-networkd.service")
-    # nspawn populates the container's /dev itself; the static device nodes this unit
-    # creates on a real machine failed now and then at boot (the host then `degraded`)
-    (etc / "systemd/system" / MASKED).symlink_to("/dev/null")
+    # Units that failed now and then at boot (the host then `degraded`) and that a lab host
+    # does not need: nspawn populates the container's /dev itself, and nothing reads utmp.
+    for unit in MASKED:
+        (etc / "systemd/system" / unit).symlink_to("/dev/null")
     write(etc / "ssh/sshd_config.d/10-fleet-lab.conf", sshd_dropin(host))
     keys = etc / "ssh/fleet-lab"
     keys.mkdir(parents=True, exist_ok=True)
