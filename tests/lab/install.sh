@@ -82,3 +82,23 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$LITELLM_VERSION" ]; then
         "litellm[proxy]==$LITELLM_VERSION"
     echo "$LITELLM_VERSION" > "$stamp"
 fi
+
+# The real engines (a CPU build of vLLM in a venv, llama-server built from source), for
+# the tests that need a real engine: each part is cached under /opt/fleet-lab and costs
+# nothing once there. Both run at once (one mostly downloads, the other compiles).
+# FLEET_REAL_ENGINES=0 leaves them out; their tests are then skipped, saying why.
+if [ "${FLEET_REAL_ENGINES:-1}" != 0 ]; then
+    here="$(dirname "$0")"
+    pids=()
+    for part in install-vllm.sh install-llamacpp.sh; do
+        if [ -f "$here/$part" ]; then
+            bash "$here/$part" &
+            pids+=($!)
+        fi
+    done
+    for pid in "${pids[@]}"; do
+        wait "$pid"
+    done
+else
+    echo "lab install: FLEET_REAL_ENGINES=0: the real engines are not installed; their tests will be skipped"
+fi
