@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.lab import real as real_engines
+
 pytest_plugins = ["tests.lab.fixtures"]
 
 # pytest caches the test modules it rewrites (their asserts) in __pycache__ (gitignored)
@@ -52,3 +54,16 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         return len(LONGEST_FIRST) + (0 if item.get_closest_marker("lab") else 1)
 
     items.sort(key=rank)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line at the end when the real engines' tests were skipped, so that a run
+    without them (FLEET_REAL_ENGINES=0, or not installed) never passes for a full one."""
+    reasons = [str(r.longrepr[-1]) for r in terminalreporter.stats.get("skipped", [])]
+    real = [r.removeprefix("Skipped: ") for r in reasons if real_engines.SKIP_MARK in r]
+    if real:
+        terminalreporter.write_line(
+            f"real engines: {len(real)} tests skipped ({'; '.join(sorted(set(real)))})",
+            yellow=True,
+        )

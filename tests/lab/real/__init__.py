@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 ENV_VAR = "FLEET_REAL_ENGINES"
+SKIP_MARK = "real engine"  # in every reason `require` gives; tests/conftest.py counts them
 CACHE = Path(os.environ.get("FLEET_LAB_CACHE", "/opt/fleet-lab"))
 
 
@@ -26,6 +27,8 @@ def require(installed: Path, what: str) -> None:
     """Skip the calling test (or fixture) unless the real engine `what` is wanted and
     installed at `installed`, saying which of the two it is."""
     if not wanted():
-        pytest.skip(f"{what}: skipped, {ENV_VAR}=0")
+        pytest.skip(f"{SKIP_MARK} {what}: skipped, {ENV_VAR}=0")
     if not installed.exists():
-        pytest.skip(f"{what}: not installed at {installed} (run bash tests/lab/install.sh)")
+        pytest.skip(
+            f"{SKIP_MARK} {what}: not installed at {installed} (run bash tests/lab/install.sh)"
+        )
