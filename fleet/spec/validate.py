@@ -13,7 +13,7 @@ from fleet import secrets
 from fleet.spec.images import parse_image
 from fleet.spec.load import LoadedFleet, Sources
 from fleet.spec.model_rules import check_model_origins
-from fleet.spec.models import ConcurrencyBand, DesiredFleet, ImagePolicy, Seat
+from fleet.spec.models import SECOND_COPY, ConcurrencyBand, DesiredFleet, ImagePolicy, Seat
 from fleet.spec.problems import Problem, sort_problems
 from fleet.spec.seat_rules import check_memory, check_speculative, seat_file
 
@@ -58,7 +58,21 @@ def check_placement(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
         if len(set(seat.gpus)) != len(seat.gpus):
             yield src.problem(rel, ("gpus",), "a GPU is listed twice")
         yield from _check_tensor_parallel(seat, src)
+        yield from _check_second_copy_name(desired, seat, src)
     yield from _check_ports(desired, src)
+
+
+def _check_second_copy_name(desired: DesiredFleet, seat: Seat, src: Sources) -> Iterator[Problem]:
+    """A seat may not take the name a seat on its host has for its second copy in a surge
+    (`chat-b` beside `chat`): the two would be one compose service, one unit."""
+    first = desired.seats.get(seat.name.removesuffix(SECOND_COPY))
+    if seat.name.endswith(SECOND_COPY) and first is not None and first.host == seat.host:
+        yield src.problem(
+            seat_file(seat),
+            ("host",),
+            f"seat name {seat.name!r} is what seat {first.name!r} on {seat.host} names its "
+            "second copy while it surges; rename this seat",
+        )
 
 
 def _check_ports(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:

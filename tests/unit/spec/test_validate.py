@@ -131,6 +131,21 @@ CASES = [
         "surge_port) is already used by seat 'coder'",
     ),
     (
+        "seat-named-as-a-second-copy",
+        [
+            (
+                "seats/coder-b.yaml",
+                "",
+                "host: tower\ngpus: [3]\nengine: vllm\nimage: vllm/vllm-openai:v0.18.0\n"
+                "model: /models/TinyLlama-1.1B-Chat-FP8\nserved_name: coder-two\n"
+                "context: 2048\ngpu_memory_utilization: 0.02\nport: 8031\n"
+                "aliases: [coder-two]\n",
+            )
+        ],
+        "desired/seats/coder-b.yaml:1: error: seat name 'coder-b' is what seat 'coder' on tower "
+        "names its second copy while it surges; rename this seat",
+    ),
+    (
         "surge-port-too-high",
         [("seats/coder.yaml", "port: 8030", "port: 65000")],
         "desired/seats/coder.yaml:11: error: surge port 66000 on tower (port + 1000; set "
