@@ -28,6 +28,7 @@ from reconciler.cli.output import Output
 
 if TYPE_CHECKING:
     from fleet.plan.plan import Plan
+    from fleet.spec.models import DesiredFleet
 
 
 def print_plan(output: Output, plan: Plan, *, diff: bool = False) -> None:
@@ -86,8 +87,18 @@ def render(
             "--current", help="Gateway config to edit instead of the one on the gateway host."
         ),
     ] = None,
+    declared: Annotated[
+        bool,
+        typer.Option(
+            "--declared",
+            help="Render a host as desired/ declares it, without asking the host which of "
+            "its two ports each seat serves on now (after a surge: the second).",
+        ),
+    ] = False,
 ) -> None:
-    """Print what apply would write: a host's compose file, or the gateway config."""
+    """Print what apply would write: a host's compose file (or units), or the gateway config.
+
+    A host is asked, read-only, which port each seat's live copy serves on, as apply does."""
     from fleet.errors import FleetError
     from fleet.gateways import kind_of
     from fleet.runtimes import runtime_for
@@ -99,6 +110,8 @@ def render(
         if target not in fleet.hosts:
             known = ", ".join(sorted(fleet.hosts))
             raise FleetError(f"nothing to render for {target!r}: name a host ({known}) or gateway")
+        if not declared:
+            fleet = _on_live_ports(ctx, fleet, target)
         output.raw(runtime_for(fleet.hosts[target]).render_host(fleet, target))
         return
     gateway = fleet.gateway
@@ -111,3 +124,17 @@ def render(
             raise FleetError(f"{gateway.config_path} does not exist on {gateway.host}")
         text = found
     output.raw(kind_of(fleet.gateway).render_config(text, fleet, frozenset()))
+
+
+def _on_live_ports(ctx: typer.Context, fleet: DesiredFleet, host: str) -> DesiredFleet:
+    """desired/ with the host's seats on the ports their live copies serve on."""
+    from fleet.errors import FleetError
+    from fleet.plan.live_port import follow_live_ports
+    from reconciler.workflows.observe import observe_fleet
+
+    with sessions_of(ctx)(fleet) as connections:
+        observation = observe_fleet(fleet, connections, [host])
+    seen = observation.hosts[host]
+    if not seen.reachable:
+        raise FleetError(f"{host}: {seen.error} (`--declared` renders without asking it)")
+    return follow_live_ports(fleet, observation)

@@ -91,6 +91,10 @@ def test_a_seat_with_room_surges_to_its_second_port_and_back(two: FakeFleet) -> 
     assert again.returncode == 0, again.stdout + again.stderr
     inventory = (two.root / "inventory" / "INVENTORY.md").read_text()
     assert re.search(r"coder.*9030", inventory), inventory
+    rendered = two.fleet("render", "tower").stdout  # what apply would write now
+    assert "coder-b:" in rendered and "9030:9030" in rendered, rendered
+    as_declared = two.fleet("render", "tower", "--declared").stdout
+    assert "coder-b:" not in as_declared and "8030:8030" in as_declared, as_declared
     two.edit("seats/coder.yaml", "context: 4096", "context: 8192")
     two.hosts["tower"].journal.clear()
     back = two.fleet("apply", "--auto-approve")
