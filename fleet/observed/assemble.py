@@ -76,11 +76,12 @@ def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> Observe
 
 
 def _with_definition(seat: ObservedSeat, written: dict[str, dict[str, Any]]) -> ObservedSeat:
-    """A managed seat with its service as the host's compose file defines it (if it does)."""
+    """A managed seat with its definition as fleet wrote it on the host (if it did): by its
+    instance (a systemd unit), else by its compose service (`<seat>-b` after a surge)."""
     if not seat.managed:
         return seat
-    service = seat.container.labels.get(COMPOSE_SERVICE_LABEL)  # `<seat>-b` after a surge
-    definition = written.get(service or seat.name) or written.get(seat.name)
+    service = seat.container.labels.get(COMPOSE_SERVICE_LABEL) or seat.name
+    definition = written.get(seat.container.id) or written.get(service) or written.get(seat.name)
     return seat.model_copy(update={"definition": definition}) if definition else seat
 
 

@@ -153,7 +153,7 @@ def _surge_blockers(desired: DesiredFleet, actions: list[Action]) -> list[Blocke
     pinned = [a for a in actions if a.strategy == "surge" and a.target in desired.seats]
     unit = [a for a in pinned if not strategy.can_surge(desired, desired.seats[a.target])]
     found = [
-        Blocker(target=a.target, message=f"strategy: surge, but {strategy.ONE_UNIT}") for a in unit
+        Blocker(target=a.target, message=f"strategy: surge, but {strategy.ONE_COPY}") for a in unit
     ]
     if strategy.SURGE_APPLIES:
         return found

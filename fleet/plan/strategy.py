@@ -9,7 +9,9 @@ says it holds, else the new copy's footprint). A CPU seat recreates under `auto`
 host's RAM is shared with every process there and nothing bounds what a second llama.cpp
 process would take, so plan does not promise it fits. A recreate says which aliases are
 down while the seat loads, and how long its last start took (the host's apply journal).
-A systemd host's seats recreate (one unit per seat); `strategy: surge` there is a blocker.
+The second copy is what the host's runtime says it is (`Runtime.SECOND_COPY`: compose a
+second service `<seat>-b`, systemd a second unit `fleet-<seat>-b.service`); on a runtime
+that runs one copy only, seats recreate and `strategy: surge` is a blocker.
 Without `SURGE_APPLIES` (a switch kept for a build whose apply cannot surge) a seat whose
 copies would fit recreates, and plan says both; `strategy: surge` is then a blocker. Pure.
 """
@@ -22,12 +24,13 @@ from fleet.base import CoreModel
 from fleet.observed.models import Observation
 from fleet.plan import predict
 from fleet.plan.gpu_share import gpu_holders
+from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet, Seat
 
 Strategy = Literal["surge", "recreate"]
 SURGE_APPLIES = True  # apply starts a second copy on the second port
 NO_SURGE = "apply cannot surge a seat yet"
-ONE_UNIT = "a systemd host runs one unit per seat, so its seats recreate"
+ONE_COPY = "its host's runtime runs one copy of a seat, so its seats recreate"
 
 
 class Downtime(CoreModel):
@@ -72,13 +75,13 @@ def choose(desired: DesiredFleet, observation: Observation, seat: Seat) -> Choic
     if seat.strategy == "surge":
         return Choice(strategy="surge", why="strategy: surge in desired/")
     if not can_surge(desired, seat):
-        return _recreate(observation, seat, ONE_UNIT)
+        return _recreate(observation, seat, ONE_COPY)
     return _applicable(observation, seat, _auto(desired, observation, seat))
 
 
 def can_surge(desired: DesiredFleet, seat: Seat) -> bool:
-    """Whether the seat's runtime can run a second copy of it (compose: a second service)."""
-    return desired.hosts[seat.host].runtime == "compose"
+    """Whether the seat's runtime can run a second copy of it (`Runtime.SECOND_COPY`)."""
+    return runtime_for(desired.hosts[seat.host]).SECOND_COPY is not None
 
 
 def _applicable(observation: Observation, seat: Seat, choice: Choice) -> Choice:

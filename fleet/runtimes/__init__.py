@@ -4,7 +4,8 @@ A host names its runtime in desired/hosts/<host>.yaml (`runtime: compose`, the d
 The protocol is `fleet.runtimes.base.Runtime`:
 
 - `NAME`, and `DEFINITION`: what plan calls a seat's definition (`compose definition`),
-  `RESTORED`: what a rollback says it put back, `MANAGED_BY`: what fleet's seats are under;
+  `RESTORED`: what a rollback says it put back, `MANAGED_BY`: what fleet's seats are under,
+  `SECOND_COPY`: how it surges (what a seat's second copy `<seat>-b` is; None: it cannot);
 - `check_image(seat, policy, src)`: the offline rules on a seat's `image` (a container
   image's tag and digest; a unit's executable path), run by `validate_fleet` here beside
   the spec's and the engines' rules;

@@ -48,12 +48,16 @@ class Runtime(Protocol):
     """One host runtime. `NAME` is what `runtime:` in desired/hosts/<host>.yaml says;
     `DEFINITION` names a seat's definition in a plan (`compose definition: a -> b`);
     `RESTORED` what a rollback puts back on a host (`compose file on HOST`); `MANAGED_BY`
-    what a seat fleet runs is under, as plan says of an adopted hand-made one."""
+    what a seat fleet runs is under, as plan says of an adopted hand-made one;
+    `SECOND_COPY` how the runtime surges: what a seat's second copy on its second port is
+    (`DesiredFleet.instance_name`: `<seat>-b`), or None where it runs only one (its seats
+    then recreate, and `strategy: surge` is a blocker)."""
 
     NAME: str
     DEFINITION: str
     RESTORED: str
     MANAGED_BY: str
+    SECOND_COPY: str | None
 
     def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
         """Offline rules on a seat's `image` as this runtime runs it (a container image's

@@ -188,6 +188,7 @@ class ComposeRuntime:
     DEFINITION = "compose definition"
     RESTORED = "compose file"
     MANAGED_BY = "fleet's compose project"
+    SECOND_COPY: str | None = "a second service <seat>-b of the host's compose project"
 
     def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
         """A container image: pinned by tag, and by digest as the policy says."""

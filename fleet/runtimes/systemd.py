@@ -8,7 +8,10 @@ the units fleet wrote and every hand-made unit whose ExecStart runs llama-server
 and for each prints `systemctl show` (state, MainPID, NRestarts, NeedDaemonReload), the
 main process's /proc cmdline, its journal and its unit file. Each unit becomes a neutral
 instance (`ContainerFact`: id = the unit's name, labels from its `X-Fleet-*` fields); a
-GPU process belongs to the unit its cgroup names. What runs these is
+GPU process belongs to the unit its cgroup names. A surge runs a seat's second copy as a
+second unit, `fleet-<seat>-b.service` on its second port (`SECOND_COPY`), beside the
+first and sharing its secrets file; fleet's units are read by unit, so both copies and
+their definitions are seen while both run. What runs these is
 `reconciler.runtimes.systemd`.
 """
 
@@ -28,7 +31,7 @@ from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import SeatInstances
 from fleet.secrets import mask_argv, mask_env_value
 from fleet.spec.load import Sources
-from fleet.spec.models import DesiredFleet, Host, ImagePolicy, Seat
+from fleet.spec.models import SECOND_COPY, DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
 from fleet.spec.seat_rules import seat_file
 
@@ -161,7 +164,7 @@ def _read_units(parts: Parts) -> SeatInstances:
         instances.append(_instance(unit, status, parts["cmdline"].get(unit, ""), definition))
         logs[unit] = parse_unit_journal(parts["logs"].get(unit, ""), unit).text
         if definition["labels"]:
-            definitions[definition["labels"][SEAT_LABEL]] = definition
+            definitions[unit] = definition  # by unit: both copies of a surging seat
     return SeatInstances(
         instances=tuple(instances),
         logs=logs,
@@ -180,6 +183,12 @@ UNITS: Fact[SeatInstances] = Fact(
 )
 
 
+def seat_units(seat: str) -> str:
+    """Shell listing the units of one seat's copies that exist (one, or two mid-surge)."""
+    names = " ".join(shlex.quote(units.unit_name(n)) for n in (seat, f"{seat}{SECOND_COPY}"))
+    return f"cd {units.UNIT_DIR} 2>/dev/null && ls {names} 2>/dev/null"
+
+
 class SystemdRuntime:
     """Seats as systemd units on the host (`fleet-<seat>.service`)."""
 
@@ -187,6 +196,7 @@ class SystemdRuntime:
     DEFINITION = "unit definition"
     RESTORED = "unit files"
     MANAGED_BY = "fleet's units"
+    SECOND_COPY: str | None = "a second unit fleet-<seat>-b.service"
 
     def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
         """The unit's executable: `image` is the engine's absolute path on the host."""
@@ -198,7 +208,7 @@ class SystemdRuntime:
         return (UNITS.entry(HOST_UNITS),)
 
     def seat_facts(self, seat: str) -> tuple[str, ...]:
-        return (UNITS.entry(f"echo {shlex.quote(units.unit_name(seat))}"),)
+        return (UNITS.entry(seat_units(seat)),)
 
     def read_seats(self, output: FactOutput) -> SeatInstances:
         return output[UNITS]
@@ -214,8 +224,11 @@ class SystemdRuntime:
         return labels.get(HASH_LABEL) if isinstance(labels, dict) else None
 
     def render_host(self, desired: DesiredFleet, host_name: str) -> str:
-        seats = desired.seats_on(host_name)
-        return "".join(f"# {units.unit_path(s.name)}\n{units.render_unit(s)}\n" for s in seats)
+        """Each seat's unit where its live copy runs (`fleet-<seat>-b` after a surge)."""
+        return "".join(
+            f"# {units.unit_path(desired.instance_name(s.name))}\n{units.render_unit(s)}\n"
+            for s in desired.seats_on(host_name)
+        )
 
 
 SYSTEMD = SystemdRuntime()

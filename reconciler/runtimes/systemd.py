@@ -7,6 +7,11 @@ daemon-reload`; `start_seat` enables and (re)starts only that unit. A snapshot i
 fleet unit's text, so rollback writes them back. Hand-made units (adopted by `fleet
 import`) are stopped, started, and disabled and stopped for good by name. Called through
 `reconciler.runtimes.adapter_for(host)` by the apply workflows, drain, bench and the loop.
+
+A surge's second copy is the instance `<seat>-b` (`DesiredFleet.instance_name`): its unit
+`fleet-<seat>-b.service`, rendered from the seat on its second port. Both copies read the
+one secrets file `/etc/fleet/fleet-<seat>.env`; it stays while either unit is there and
+goes with the last one.
 """
 
 from __future__ import annotations
@@ -23,7 +28,7 @@ from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import Runtime
 from fleet.runtimes.systemd import SYSTEMD, parse_unit_definition
 from fleet.secrets import INTERPOLATION
-from fleet.spec.models import DesiredFleet, Host
+from fleet.spec.models import SECOND_COPY, DesiredFleet, Host
 from reconciler.host import HostSession
 from reconciler.runtimes.base import Snapshot
 
@@ -72,14 +77,14 @@ class SystemdAdapter:
         for name, definition in sorted(changes.items()):
             path = units.unit_path(name)
             if definition is None:
-                gone = (path, path + ".prev", units.env_file_path(name))
-                conn.run("rm -f " + " ".join(shlex.quote(p) for p in gone))
+                conn.run("rm -f " + " ".join(shlex.quote(p) for p in (path, path + ".prev")))
+                conn.run(unused_env_files(name))
                 continue
-            seat = desired.seats[name]
+            seat = desired.seats[seat_of(desired, name)]
             env_text = units.render_env_file(seat, secret_values(" ".join(seat.env.values())))
             if env_text is not None:
                 conn.check(f"mkdir -p {units.ENV_DIR}")
-                conn.write_file_atomic(units.env_file_path(name), env_text, mode=0o600)
+                conn.write_file_atomic(units.env_file_path(seat.name), env_text, mode=0o600)
             if units.unit_name(name) in before:
                 conn.write_file_atomic(path + ".prev", before[units.unit_name(name)])
             conn.write_file_atomic(path, units.render_unit(seat))
@@ -133,6 +138,23 @@ class SystemdAdapter:
 
     def remove_hand_made(self, conn: HostSession, name: str) -> None:
         conn.check(f"{systemctl('disable', '--now', _unit(name))} 2>&1", timeout=300)
+
+
+def seat_of(desired: DesiredFleet, instance: str) -> str:
+    """The seat an instance is a copy of: itself, or `<seat>` of its `<seat>-b`."""
+    return instance if instance in desired.seats else instance.removesuffix(SECOND_COPY)
+
+
+def unused_env_files(instance: str) -> str:
+    """Shell removing the secrets file of the seat an instance was a copy of, once neither
+    of its units is left (the other copy of a surging seat still reads it)."""
+    commands = []
+    for seat in sorted({instance, instance.removesuffix(SECOND_COPY)}):
+        first = shlex.quote(units.unit_path(seat))
+        second = shlex.quote(units.unit_path(f"{seat}{SECOND_COPY}"))
+        env = shlex.quote(units.env_file_path(seat))
+        commands.append(f"[ -e {first} ] || [ -e {second} ] || rm -f {env}")
+    return "; ".join(commands)
 
 
 def start_unit(conn: HostSession, unit: str) -> None:

@@ -4,8 +4,8 @@ The handlers `FakeHost` (tests.fakes.host) adds to its table: `daemon-reload` (s
 loads the unit files there are now), `enable` + `restart` of one unit, `disable --now`,
 `reset-failed`, `restart` / `stop` / `start` by name, the current run's output by its
 invocation, a unit's MainPID and that process's /proc cmdline, the listing of fleet's
-unit files and the `rm -f` of a removed seat's three files. The state they change is
-`tests.fakes.units`'.
+unit files, the `rm -f` of a removed copy's unit and its `.prev`, and of a secrets file
+no unit of its seat is left to read. The state they change is `tests.fakes.units`'.
 """
 
 from __future__ import annotations
@@ -88,10 +88,21 @@ def _list_units(host: FakeHost, _: list[str], __: str | None) -> CommandResult:
     return CommandResult(0 if names else 2, "".join(f"{n}\n" for n in names), "")
 
 
-def _rm_three(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+def _rm_files(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
     for path in words:
         host.files.pop(path, None)
     return OK
+
+
+def _rm_unused(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    """`[ -e UNIT ] || [ -e UNIT-b ] || rm -f ENV`, once or twice."""
+    for first, second, env in zip(words[::3], words[1::3], words[2::3], strict=True):
+        if env and first not in host.files and second not in host.files:
+            host.files.pop(env, None)
+    return OK
+
+
+_UNUSED = r"\[ -e WORD \] \|\| \[ -e WORD \] \|\| rm -f WORD"
 
 
 SYSTEMD_COMMANDS = [
@@ -109,5 +120,6 @@ SYSTEMD_COMMANDS = [
     (r"systemctl show -p MainPID --value WORD", _main_pid),
     (r"tr '\\0' '\\n' < /proc/(\d+)/cmdline", _cmdline),
     (r"cd /etc/systemd/system && ls fleet-\*\.service 2>/dev/null", _list_units),
-    (r"rm -f WORD WORD WORD", _rm_three),
+    (r"rm -f WORD WORD", _rm_files),
+    (rf"{_UNUSED}(?:; {_UNUSED})?", _rm_unused),
 ]

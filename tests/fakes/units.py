@@ -200,10 +200,11 @@ def journal(host: FakeHost, name: str) -> str:
 
 
 def listed(host: FakeHost, stdin: str) -> list[str]:
-    """The units the fact script's selector names: one by `echo`, or every fleet unit and
-    every hand-made one whose ExecStart runs llama-server or vLLM."""
-    if match := re.search(r"units=\$\(echo ([^)\n]+)\)", stdin):
-        return shlex.split(match.group(1))
+    """The units the fact script's selector names: a seat's copies whose files exist, or
+    every fleet unit and every hand-made one whose ExecStart runs llama-server or vLLM."""
+    if match := re.search(r"units=\$\(cd \S+ 2>/dev/null && ls ([^)\n{]+) 2>/dev/null\)", stdin):
+        named = shlex.split(match.group(1))
+        return [n for n in named if f"{UNIT_DIR}/{n}" in host.files]
     found = []
     for path, text in host.files.items():
         name = path.removeprefix(UNIT_DIR + "/")

@@ -1,5 +1,6 @@
 """After a surge a seat serves on its second port: plan reads which port is live, so it
-is 0 after the surge, the next change surges back, and a systemd seat recreates."""
+is 0 after the surge, the next change surges back, and a systemd seat is replaced as a
+compose seat is."""
 
 from __future__ import annotations
 
@@ -71,20 +72,20 @@ def test_a_changed_seat_surges_back_to_its_first_port() -> None:
 
 
 @pytest.mark.parametrize(
-    ("pin", "strategy", "blocked"),
-    [("", "recreate", False), ("\nstrategy: surge", "surge", True)],
-    ids=["auto-recreates", "pinned-surge-blocks"],
+    ("pin", "strategy"),
+    [("", "surge"), ("\nstrategy: surge", "surge"), ("\nstrategy: recreate", "recreate")],
+    ids=["auto-surges-where-both-fit", "pinned-surge", "pinned-recreate"],
 )
-def test_a_systemd_seat_recreates(pin: str, strategy: str, blocked: bool) -> None:
+def test_a_systemd_seat_is_replaced_as_a_compose_seat_is(pin: str, strategy: str) -> None:
+    # issue 22: surge applies to systemd hosts too (a second unit on the second port), so a
+    # systemd seat no longer always recreates: plan chooses as it does for compose
     systemd = {"hosts/tower.yaml": ("publish_address:", "runtime: systemd\npublish_address:")}
-    before = example(systemd)
-    after = example({**systemd, "seats/coder.yaml": ("context: 2048", f"context: 4096{pin}")})
-    plan = make_plan(after, in_sync(before))
-    (action,) = [a for a in plan.actions if a.target == "coder" and a.wave == 1]
-    assert action.strategy == strategy
-    messages = [b.message for b in plan.blockers if b.target == "coder"]
-    one_unit = "a systemd host runs one unit per seat, so its seats recreate"
-    if blocked:
-        assert messages == [f"strategy: surge, but {one_unit}"]
-    else:
-        assert messages == [] and one_unit in (action.strategy_line or "")
+    change = {"seats/coder.yaml": ("context: 2048", f"context: 4096{pin}")}
+    lines = []
+    for runtime in ({}, systemd):
+        plan = make_plan(example({**runtime, **change}), in_sync(example(runtime)))
+        (action,) = [a for a in plan.actions if a.target == "coder" and a.wave == 1]
+        assert action.strategy == strategy
+        assert [b.message for b in plan.blockers if b.target == "coder"] == []
+        lines.append(action.strategy_line)
+    assert lines[0] == lines[1], "the same choice, for the same reason, on either runtime"

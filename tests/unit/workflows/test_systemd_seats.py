@@ -259,3 +259,79 @@ def test_a_vllm_seat_runs_as_a_vllm_serve_unit(fleet: FakeFleet) -> None:
     assert "--served-model-name llama8b" in exec_start and "--port 8090" in exec_start
     assert host.systemd.units["fleet-llama8b.service"].argv[:2] == ["/opt/vllm/bin/vllm", "serve"]
     assert fleet.fleet("plan").returncode == 0
+
+
+CODER_B = f"{UNITS}/fleet-coder-b.service"
+ENV_FILE = "/etc/fleet/fleet-coder.env"
+
+
+def surging(fleet: FakeFleet, monkeypatch: pytest.MonkeyPatch) -> FakeHost:
+    """coder pinned to surge, with a `${VAR}` secret, applied; its host."""
+    monkeypatch.setenv("HF_TOKEN", "hf_s3cret")
+    fleet.edit(
+        "seats/coder.yaml",
+        "port: 8081",
+        "port: 8081\nstrategy: surge\nenv: {HF_TOKEN: '${HF_TOKEN}'}",
+    )
+    apply(fleet)
+    return fleet.hosts["rtx3090"]
+
+
+def test_a_surge_starts_a_second_unit_on_the_second_port_then_drains_the_first(
+    fleet: FakeFleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpu = surging(fleet, monkeypatch)
+    fleet.edit("seats/coder.yaml", '--batch-size, "4096"', '--batch-size, "2048"')
+    assert "seat coder: surge (strategy: surge in desired/)" in fleet.fleet("plan").stdout
+    out = apply(fleet)
+    assert "start coder-b on port 9081 beside coder" in out
+    assert "seat coder healthy on port 9081" in out and "drain seat coder on port 8081" in out
+    ran = commands(gpu)
+    started = ran.index(
+        "systemctl enable fleet-coder-b.service 2>&1 && systemctl restart fleet-coder-b.service"
+    )
+    assert started < ran.index("systemctl disable --now fleet-coder.service 2>&1")
+    assert CODER not in gpu.files and "--port 9081" in gpu.files[CODER_B]
+    assert f"EnvironmentFile={ENV_FILE}" in gpu.files[CODER_B], "the one secrets file"
+    assert gpu.modes[ENV_FILE] == 0o600 and "hf_s3cret" in gpu.files[ENV_FILE]
+    assert gpu.systemd.units["fleet-coder-b.service"].running
+    assert not gpu.systemd.units["fleet-coder.service"].running
+    assert fleet.hosts["gateway"].files[GATEWAY_CONFIG].count(":9081/v1") == 2  # coder, code
+    assert fleet.fleet("plan").returncode == 0
+    assert "# /etc/systemd/system/fleet-coder-b.service\n" in ok(fleet, "render", "rtx3090")
+    fleet.edit("seats/coder.yaml", '--batch-size, "2048"', '--batch-size, "1024"')
+    assert "start coder on port 8081 beside coder-b" in apply(fleet), "the next surge goes back"
+    assert CODER_B not in gpu.files and "--port 8081" in gpu.files[CODER]
+    assert ENV_FILE in gpu.files and fleet.fleet("plan").returncode == 0
+
+
+def test_a_removed_surged_seat_takes_its_secrets_file_with_its_last_unit(
+    fleet: FakeFleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpu = surging(fleet, monkeypatch)
+    fleet.edit("seats/coder.yaml", '--batch-size, "4096"', '--batch-size, "2048"')
+    apply(fleet)
+    (fleet.desired / "seats" / "coder.yaml").unlink()
+    fleet.edit("gateway.yaml", "  coder: [mid, big]\n  mid: [big]\n", "  mid: [big]\n")
+    assert "remove seat coder" in apply(fleet, "--prune")
+    assert gpu.removed[-1] == "fleet-coder-b.service"
+    assert not [p for p in gpu.files if "fleet-coder" in p], "units, .prev and secrets gone"
+    assert fleet.fleet("plan").returncode == 0
+
+
+def test_a_surge_whose_new_unit_fails_removes_it_and_the_old_keeps_serving(
+    fleet: FakeFleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpu = surging(fleet, monkeypatch)
+    before, pid = gpu.files[CODER], gpu.systemd.units["fleet-coder.service"].pid
+    fleet.edit("seats/coder.yaml", '--batch-size, "4096"', '--batch-size, "2048"')
+    gpu.crashes["coder-b"] = "gguf_init_from_file_impl: failed to read magic"
+    failed = fleet.fleet("apply", "--auto-approve", "--timeout", "30")
+    assert failed.returncode == 1
+    said = failed.stdout + failed.stderr
+    assert "the new copy coder-b on port 9081 is removed" in said and "rolled back" in said
+    assert CODER_B not in gpu.files and gpu.files[CODER] == before
+    assert gpu.systemd.units["fleet-coder.service"].pid == pid, "the old copy never stopped"
+    assert not gpu.systemd.units["fleet-coder-b.service"].running
+    assert ENV_FILE in gpu.files
+    assert fleet.fleet("plan").returncode == 2, "the change is still to do"
