@@ -19,11 +19,13 @@ from fleet.yamltext import dump_yaml, make_yaml
 from tests.fakes.units import HAND_MADE
 from tests.integration.helpers import FleetRepo, chat, make_repo
 from tests.lab import Lab
+from tests.lab.load import ClientLoad
 from tests.lab.nspawn import SystemdHost
 
 pytestmark = pytest.mark.lab
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llamacpp-fleet" / "desired"
 
+UNITS = "/etc/systemd/system"
 UNIT = "lab-probe"
 URL = "http://127.0.0.1:8090/health"
 UNIT_TEXT = """[Unit]
@@ -230,6 +232,51 @@ def test_seats_as_units_apply_change_roll_back_restart_drift_heal_and_remove(
     assert show(lab, "apu", "fleet-small", "LoadState")["LoadState"] == "not-found"
     assert lab.run("apu", "ls /etc/systemd/system/ | grep -c fleet-").stdout.strip() == "0"
     assert repo.fleet("plan").returncode == 0
+
+
+SURGED_SEAT = """host: rtx3090
+gpus: [0]
+engine: llama.cpp
+image: /usr/local/bin/llama-server
+model: /models/qwen3-0.6b-q8_0.gguf
+served_name: quick
+context: 4096
+parallel: 2
+port: 8074
+strategy: surge
+aliases: [quick]
+"""
+
+
+def test_a_gpu_seat_surges_to_a_second_unit_under_client_load(
+    lab: Lab, systemd_hosts: list[SystemdHost], tmp_path: Path
+) -> None:
+    repo = make_repo(tmp_path, lab, seats=())
+    (repo.desired / "hosts" / "rtx3090.yaml").write_text(host_file(systemd_hosts[0]))
+    (repo.desired / "seats" / "quick.yaml").write_text(SURGED_SEAT)
+    repo.commit("a seat to surge, behind the gateway")
+    try:
+        fleet_ok(repo, "apply", "--auto-approve", "--timeout", "120")
+        first = main_pid(lab, "rtx3090", "fleet-quick")
+        repo.edit("seats/quick.yaml", "context: 4096", "context: 2048")
+        with ClientLoad(lab.gateway_url, lab.master_key, ["quick"], max_seconds=300) as load:
+            out = fleet_ok(repo, "apply", "--auto-approve", "--timeout", "120")
+        report = load.report()
+        assert "start quick-b on port 9074 beside quick" in out, out
+        assert "drain seat quick on port 8074" in out
+        line = report.aliases["quick"]
+        assert line.total >= 8 and line.failed == 0, report.summary()
+        assert show(lab, "rtx3090", "fleet-quick", "LoadState")["LoadState"] == "not-found"
+        now = show(lab, "rtx3090", "fleet-quick-b", "SubState", "ExecStart", "MainPID")
+        assert now["SubState"] == "running" and "--port 9074" in now["ExecStart"]
+        assert now["MainPID"] != first
+        assert repo.fleet("plan").returncode == 0
+        status, body = chat(lab, "quick")
+        assert status == 200, body
+    finally:  # the seat's units go by hand: the module's other fleets do not name it
+        for unit in ("fleet-quick", "fleet-quick-b"):
+            lab.run("rtx3090", f"systemctl disable --now {unit}; rm -f {UNITS}/{unit}.service*")
+        lab.run("rtx3090", "systemctl daemon-reload", check=True)
 
 
 def test_import_adopts_a_hand_made_unit_in_place_then_a_change_takes_it_over(
