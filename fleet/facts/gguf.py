@@ -7,6 +7,16 @@ pairs (`general.architecture`, `<arch>.block_count`, `<arch>.context_length`,
 `<arch>.attention.head_count[_kv]`, `general.file_type`, ...). Reading stops cleanly
 where the bytes end, so a header cut short still gives the keys before the cut (the
 tokenizer's long arrays come last). Total: any bytes give a `GgufFacts`.
+
+Not every layer keeps a KV entry per token of the context, as llama.cpp lays its cache
+out (src/llama-model.cpp, src/models/qwen35*.cpp, src/llama-memory-recurrent.cpp):
+- a hybrid with linear attention (qwen35, qwen35moe, qwen3next) attends fully in every
+  `<arch>.full_attention_interval`-th layer (`(il + 1) % interval == 0`); the others keep
+  a fixed recurrent state per sequence, f32: `(ssm.conv_kernel - 1) * (ssm.inner_size + 2
+  * ssm.group_count * ssm.state_size)` + `ssm.state_size * ssm.inner_size` values;
+- a sliding-window model (gemma3: `attention.sliding_window`, the pattern llama.cpp sets
+  as 6, or `attention.sliding_window_pattern` where the header has one) attends fully in
+  every 6th layer (`il % 6 == 5`); the others hold at most the window per sequence.
 """
 
 from __future__ import annotations
@@ -32,6 +42,9 @@ _SCALARS = {0: "<B", 1: "<b", 2: "<H", 3: "<h", 4: "<I", 5: "<i", 6: "<f", 7: "<
             10: "<Q", 11: "<q", 12: "<d"}  # fmt: skip
 STRING, ARRAY = 8, 9
 MAX_ARRAY_KEPT = 64  # longer arrays (the tokenizer's) are skipped, not kept
+# llama.cpp's `set_swa_pattern(n)` for architectures whose header has no pattern key
+SWA_PATTERNS = {"gemma3": 6}
+STATE_BYTES = 4  # llama.cpp keeps the recurrent state in f32
 
 
 class GgufFacts(CoreModel):
@@ -50,21 +63,62 @@ class GgufFacts(CoreModel):
     value_length: int | None = None
     expert_count: int | None = None
     file_type: str | None = None
+    sliding_window: int | None = None
+    sliding_window_pattern: int | None = None
+    full_attention_interval: int | None = None
+    ssm_conv_kernel: int | None = None
+    ssm_inner_size: int | None = None
+    ssm_state_size: int | None = None
+    ssm_group_count: int | None = None
     complete: bool = False
 
     @property
-    def kv_bytes_per_token(self) -> int | None:
-        """An f16 KV cache's bytes per token: layers x KV heads x (key + value length) x 2.
+    def context_layers(self) -> int | None:
+        """The layers whose KV cache grows with the context: those that attend fully."""
+        n = self.block_count
+        if not n:
+            return None
+        if self.full_attention_interval:  # a linear-attention hybrid
+            return sum(1 for il in range(n) if (il + 1) % self.full_attention_interval == 0)
+        pattern = self.sliding_window_pattern or SWA_PATTERNS.get(self.architecture or "")
+        if self.sliding_window and pattern:
+            return sum(1 for il in range(n) if il % pattern == pattern - 1)
+        return n
 
-        The head sizes are the header's `attention.key_length` / `value_length` where it has
-        them (qwen3: 128 though embedding / heads is 64), else embedding / heads."""
-        if not self.block_count or not self.head_count:
+    @property
+    def layer_token_bytes(self) -> int | None:
+        """An f16 KV cache's bytes per token in one attention layer: KV heads x (key +
+        value length) x 2. The head sizes are the header's `attention.key_length` /
+        `value_length` where it has them (qwen3: 128 though embedding / heads is 64), else
+        embedding / heads."""
+        if not self.head_count:
             return None
         fallback = self.embedding_length // self.head_count if self.embedding_length else None
         key, value = self.key_length or fallback, self.value_length or fallback
         if not key or not value:
             return None
-        return self.block_count * (self.head_count_kv or self.head_count) * (key + value) * 2
+        return (self.head_count_kv or self.head_count) * (key + value) * 2
+
+    @property
+    def kv_bytes_per_token(self) -> int | None:
+        """An f16 KV cache's bytes per token of the context: the full-attention layers'."""
+        layers, per_layer = self.context_layers, self.layer_token_bytes
+        return layers * per_layer if layers is not None and per_layer is not None else None
+
+    @property
+    def kv_fixed_bytes(self) -> int:
+        """What each sequence holds beside that, whatever its context: sliding-window
+        layers at their whole window (f16), linear-attention layers' recurrent state."""
+        n, layers = self.block_count or 0, self.context_layers
+        others = n - layers if layers is not None else 0
+        if not others:
+            return 0
+        if self.full_attention_interval:
+            conv, inner = self.ssm_conv_kernel or 0, self.ssm_inner_size or 0
+            state, groups = self.ssm_state_size or 0, self.ssm_group_count or 0
+            values = max(conv - 1, 0) * (inner + 2 * groups * state) + state * inner
+            return others * values * STATE_BYTES
+        return others * (self.layer_token_bytes or 0) * (self.sliding_window or 0)
 
 
 class _Cut(Exception):
@@ -150,6 +204,13 @@ def _facts(found: dict[str, Any]) -> GgufFacts:
         key_length=number("attention.key_length"),
         value_length=number("attention.value_length"),
         expert_count=number("expert_count"),
+        sliding_window=number("attention.sliding_window"),
+        sliding_window_pattern=number("attention.sliding_window_pattern"),
+        full_attention_interval=number("full_attention_interval"),
+        ssm_conv_kernel=number("ssm.conv_kernel"),
+        ssm_inner_size=number("ssm.inner_size"),
+        ssm_state_size=number("ssm.state_size"),
+        ssm_group_count=number("ssm.group_count"),
         file_type=FILE_TYPES.get(file_type) if isinstance(file_type, int) else None,
         complete=bool(found.get("complete")),
     )

@@ -62,6 +62,11 @@ class ModelInfo(CoreModel):
     quantization: str | None = None
     max_position_embeddings: int | None = None
     kv_bytes_per_token: int | None = None
+    kv_fixed_bytes: int = Field(
+        0,
+        description="KV bytes each sequence holds whatever its context (a GGUF's sliding-"
+        "window layers at their window, linear-attention layers' state)",
+    )
     lineage: dict[str, str] = Field(default_factory=dict)
     config_error: str | None = None
     facts: ModelFacts | None = Field(None, description="the parsed config.json, for prediction")

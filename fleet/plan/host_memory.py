@@ -1,8 +1,10 @@
 """A CPU seat's memory: a llama.cpp seat with `gpus: []` is checked against the host's RAM.
 
 Called by `fleet.plan.blockers` for seats that hold no GPU. The seat needs its GGUF
-file's size (llama.cpp maps the weights into RAM), its KV cache (context x parallel slots
-x the header's KV bytes per token, f16) and a fixed overhead; the host offers what
+file's size (llama.cpp maps the weights into RAM), its KV cache (per parallel slot: the
+context x the header's KV bytes per token of its full-attention layers, f16, plus what a
+slot holds whatever its context: sliding-window layers' window, linear-attention layers'
+state; `fleet.facts.gguf`) and a fixed overhead; the host offers what
 /proc/meminfo calls available, plus what the seat's own running engine would give back.
 Where a fact cannot be read, the blocker says so instead of guessing.
 """
@@ -24,7 +26,8 @@ def ram_need_mib(host: ObservedHost, seat: Seat) -> int | None:
     info = host.models.get(seat.model.rstrip("/"))
     if info is None or info.size_bytes is None:
         return None
-    kv = (info.kv_bytes_per_token or 0) * seat.context * (seat.parallel or 1)
+    per_slot = (info.kv_bytes_per_token or 0) * seat.context + info.kv_fixed_bytes
+    kv = per_slot * (seat.parallel or 1)
     return (info.size_bytes + kv) // MIB + CPU_OVERHEAD_MIB
 
 

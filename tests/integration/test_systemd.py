@@ -340,10 +340,10 @@ def test_a_vllm_seat_runs_as_a_vllm_serve_unit(
 # -- the llama.cpp example fleet (examples/llamacpp-fleet/desired/) ----------------------
 # The lab has two systemd hosts for the example's three: the RTX 5070's seat (mid) runs on
 # apu as a CPU seat, and big runs qwen3-8b there, since this machine has no 64 GB for the
-# 32B Q8_0 file. coder runs on rtx3090 as the example says.
+# 35B Q8_0 file. coder runs on rtx3090 as the example says.
 LAB_EDITS = {
     "mid.yaml": (("host: rtx5070", "host: apu"), ("gpus: [0]", "gpus: []")),
-    "big.yaml": (("qwen3-32b-q8_0.gguf", "qwen3-8b-q4_k_m.gguf"),),
+    "big.yaml": (("qwen3.5-35b-a3b-q8_0.gguf", "qwen3-8b-q4_k_m.gguf"),),
 }
 
 
@@ -377,7 +377,7 @@ def test_the_llamacpp_example_fleet_applies_end_to_end_and_plans_zero(
     plan = repo.fleet("plan")
     assert plan.returncode == 0, plan.stdout + plan.stderr
     argv = lab.run("rtx3090", "systemctl show fleet-coder -p ExecStart", check=True).stdout
-    assert "qwen3-32b-q4_k_m.gguf" in argv and "--parallel 2" in argv
+    assert "gemma-3-27b-it-q4_k_m.gguf" in argv and "--parallel 2" in argv
     assert "--batch-size 4096" in argv
     tree = make_yaml().load(lab.gateway_config())
     section = tree.get("router_settings") or tree.get("litellm_settings") or {}

@@ -4,7 +4,8 @@ A model directory has a real config.json, sparse placeholder shards whose sizes 
 the real checkpoint and a safetensors index. A GGUF model is one file with a real header
 (the architecture's metadata as llama.cpp's converter writes it, and every tensor's info
 with its Q4_K_M / Q8_0 type) followed by a sparse hole of zeros as tensor data, so its
-size is the real file's while it takes a few kilobytes of disk. The catalog and authored
+size is the real file's while it takes a few kilobytes of disk. The gemma3 and qwen35moe
+architectures' own keys and tensors are `tests.lab.gguf_archs`'. The catalog and authored
 files are in tests/lab/models/ (see its README.md).
 """
 
@@ -15,6 +16,8 @@ import os
 import shutil
 from pathlib import Path
 from typing import Any
+
+from tests.lab import gguf_archs
 
 MODELS_SRC = Path(__file__).resolve().parent / "models"
 GiB = 1 << 30
@@ -62,6 +65,19 @@ def more_bits(layer: int, n_layer: int) -> bool:
     return layer < eighth or layer >= 7 * n_layer // 8 or (layer - eighth) % 3 == 2
 
 
+def _typer(file_type: str, n_layer: int) -> gguf_archs.Typer:
+    """The ggml type llama-quantize gives a matrix of a kind in a layer (Q4_K_M, Q8_0)."""
+
+    def mat(kind: str, layer: int) -> str:
+        if file_type == "Q8_0":
+            return "Q8_0"
+        if kind == "output" or (kind in ("attn_v", "ffn_down") and more_bits(layer, n_layer)):
+            return "Q6_K"
+        return "Q4_K"
+
+    return mat
+
+
 def tensor_plan(arch: dict[str, Any], file_type: str) -> list[tuple[str, tuple[int, ...], str]]:
     """(name, numpy-order shape, ggml type name) of every tensor of a llama-like model."""
     e, f, v = arch["embedding_length"], arch["feed_forward_length"], arch["vocab_size"]
@@ -71,16 +87,10 @@ def tensor_plan(arch: dict[str, Any], file_type: str) -> list[tuple[str, tuple[i
         arch["head_dim"],
     )
     tied, n = arch["tie_word_embeddings"], arch["block_count"]
-    q8 = file_type == "Q8_0"
-
-    def mat(kind: str, layer: int = 0) -> str:
-        if q8:
-            return "Q8_0"
-        if kind == "output" or (kind in ("attn_v", "ffn_down") and more_bits(layer, n)):
-            return "Q6_K"
-        return "Q4_K"
-
-    out = [("token_embd.weight", (v, e), mat("output" if tied else "embd"))]
+    mat = _typer(file_type, n)
+    if arch["architecture"] in gguf_archs.BLOCKS:
+        return gguf_archs.tensor_plan(arch, mat)
+    out = [("token_embd.weight", (v, e), mat("output" if tied else "embd", 0))]
     for i in range(n):
         b = f"blk.{i}"
         out += [
@@ -98,7 +108,7 @@ def tensor_plan(arch: dict[str, Any], file_type: str) -> list[tuple[str, tuple[i
         ]
     out.append(("output_norm.weight", (e,), "F32"))
     if not tied:
-        out.append(("output.weight", (v, e), mat("output")))
+        out.append(("output.weight", (v, e), mat("output", 0)))
     return out
 
 
@@ -110,7 +120,7 @@ def add_metadata(writer: Any, arch: dict[str, Any], file_type: str) -> None:
     writer.add_name(arch["name"])
     writer.add_basename(arch["basename"])
     writer.add_size_label(arch["size_label"])
-    writer.add_license("apache-2.0")
+    writer.add_license(arch.get("license", "apache-2.0"))
     writer.add_block_count(arch["block_count"])
     writer.add_context_length(arch["context_length"])
     writer.add_embedding_length(arch["embedding_length"])
@@ -121,13 +131,15 @@ def add_metadata(writer: Any, arch: dict[str, Any], file_type: str) -> None:
     writer.add_layer_norm_rms_eps(arch["rms_norm_eps"])
     writer.add_key_length(arch["head_dim"])
     writer.add_value_length(arch["head_dim"])
+    if arch["architecture"] in gguf_archs.BLOCKS:
+        gguf_archs.add_metadata(writer, arch)
     writer.add_file_type(gguf.LlamaFileType[f"MOSTLY_{file_type}"])
-    writer.add_tokenizer_model("gpt2")
-    writer.add_tokenizer_pre("qwen2")
+    writer.add_tokenizer_model(arch.get("tokenizer_model", "gpt2"))
+    writer.add_tokenizer_pre(arch.get("tokenizer_pre", "qwen2"))
     writer.add_eos_token_id(arch["eos_token_id"])
     writer.add_pad_token_id(arch["bos_token_id"])
     writer.add_bos_token_id(arch["bos_token_id"])
-    writer.add_add_bos_token(False)
+    writer.add_add_bos_token(bool(arch.get("add_bos_token", False)))
     writer.add_quantization_version(gguf.GGML_QUANT_VERSION)
 
 

@@ -50,10 +50,10 @@ GPU_MODELS = (
     "qwen3-8b-q4_k_m.gguf",
     "qwen3-0.6b-q8_0.gguf",
     "not-a-model.gguf",
-    "qwen3-32b-q4_k_m.gguf",  # the llama.cpp example fleet's coder
+    "gemma-3-27b-it-q4_k_m.gguf",  # the llama.cpp example fleet's coder
     "TinyLlama-1.1B-Chat-FP8",  # for `vllm serve` as a unit
 )
-APU_MODELS = (*CPU_MODELS, "qwen3-14b-q4_k_m.gguf", "qwen3-8b-q4_k_m.gguf")  # and its mid, big
+APU_MODELS = (*CPU_MODELS, "gemma-3-12b-it-q4_k_m.gguf", "qwen3-8b-q4_k_m.gguf")  # and its mid, big
 ROLE = "nspawn"
 MASKED = ("systemd-tmpfiles-setup-dev.service", "systemd-update-utmp-runlevel.service")
 

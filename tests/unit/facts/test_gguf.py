@@ -13,6 +13,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fleet.facts.gguf import FILE_TYPES, GgufFacts, parse_gguf_base64, parse_gguf_header
+from fleet.facts.host_facts import GGUF_HEAD_BYTES
+from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
+from fleet.facts.model_config import parse_model_config
+from tests.conftest import CORPUS
+from tests.fakes.units import gguf_file
 
 
 def write(path: Path, arch: str, ftype: int, vocab: int = 0, **numbers: int) -> bytes:
@@ -103,3 +108,84 @@ def test_head_sizes_come_from_the_header_where_it_has_them(tmp_path: Path) -> No
     facts = parse_gguf_header((tmp_path / "q.gguf").read_bytes())
     assert (facts.key_length, facts.value_length) == (128, 128)
     assert facts.kv_bytes_per_token == 28 * 8 * (128 + 128) * 2
+
+
+# The GGUF path against the config.json path on the real configs in tests/corpus: the
+# header keys llama.cpp's converter writes for each model (sliding window; the
+# linear-attention hybrid's interval and `ssm.*`), and the bytes per token fleet
+# estimates from its config.json (`fleet.facts.kv_estimate`, f16). Only full-attention
+# layers grow with the context. (id, config file, header keys, full layers, fixed bytes
+# per sequence)
+CONFIG_CASES = [
+    (
+        "gemma3-27b-sliding-window",
+        "gemma-3-27b-it_sliding-window_nested-text_config.config.json",
+        {"architecture": "gemma3", "block_count": 62, "head_count": 32, "head_count_kv": 16,
+         "key_length": 128, "value_length": 128, "sliding_window": 1024},
+        10,
+        52 * 16 * (128 + 128) * 2 * 1024,  # 52 sliding layers at their 1,024-token window
+    ),
+    (
+        "qwen35-27b-hybrid-linear",
+        "qwen3.5-27b_hybrid-linear-attention_nested-text_config.config.json",
+        {"architecture": "qwen35", "block_count": 64, "head_count": 24, "head_count_kv": 4,
+         "key_length": 256, "value_length": 256, "full_attention_interval": 4,
+         "ssm_conv_kernel": 4, "ssm_inner_size": 48 * 128, "ssm_state_size": 128,
+         "ssm_group_count": 16},
+        16,
+        # 48 Gated-DeltaNet layers, f32: conv (4 - 1) x (6,144 + 2 x 16 x 128), state 128 x 6,144
+        48 * (3 * (6144 + 2 * 16 * 128) + 128 * 6144) * 4,
+    ),
+    (
+        "qwen3-32b-dense",
+        "qwen3-32b_dense.config.json",
+        {"architecture": "qwen3", "block_count": 64, "head_count": 64, "head_count_kv": 8,
+         "key_length": 128, "value_length": 128},
+        64,
+        0,
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("config", "keys", "full", "fixed"),
+    [c[1:] for c in CONFIG_CASES],
+    ids=[c[0] for c in CONFIG_CASES],
+)
+def test_a_gguf_counts_only_the_layers_the_config_says_attend_fully(
+    config: str, keys: dict[str, object], full: int, fixed: int
+) -> None:
+    facts = parse_model_config((CORPUS / "model-configs" / config).read_text())
+    header = GgufFacts.model_validate(keys)
+    assert header.context_layers == full
+    assert header.kv_bytes_per_token == estimate_kv_bytes_per_token(facts)
+    assert header.kv_fixed_bytes == fixed
+
+
+# The example fleet's models, as the lab's writer makes them (tests/lab/models.py): what
+# their headers say, as fleet reads them from the first 64 KiB. (id, file, architecture,
+# layers, full layers, KV bytes per token, fixed bytes per sequence, size in GiB)
+EXAMPLE_CASES = [
+    ("gemma-3-27b", "gemma-3-27b-it-q4_k_m.gguf", "gemma3", 62, 10, 10 * 16 * 256 * 2,
+     52 * 16 * 256 * 2 * 1024, 15.4),
+    ("gemma-3-12b", "gemma-3-12b-it-q4_k_m.gguf", "gemma3", 48, 8, 8 * 8 * 512 * 2,
+     40 * 8 * 512 * 2 * 1024, 6.79),
+    ("qwen3.5-35b-a3b", "qwen3.5-35b-a3b-q8_0.gguf", "qwen35moe", 40, 10, 10 * 2 * 512 * 2,
+     30 * (3 * (4096 + 2 * 16 * 128) + 128 * 4096) * 4, 34.36),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("name", "arch", "layers", "full", "per_token", "fixed", "gib"),
+    [c[1:] for c in EXAMPLE_CASES],
+    ids=[c[0] for c in EXAMPLE_CASES],
+)
+def test_the_example_fleets_gguf_headers_size_their_kv_cache_by_layer_kind(
+    name: str, arch: str, layers: int, full: int, per_token: int, fixed: int, gib: float
+) -> None:
+    size, head = gguf_file(name)
+    header = parse_gguf_header(head[:GGUF_HEAD_BYTES])
+    assert header.complete and header.architecture == arch
+    assert (header.block_count, header.context_layers) == (layers, full)
+    assert (header.kv_bytes_per_token, header.kv_fixed_bytes) == (per_token, fixed)
+    assert round(size / 2**30, 2) == gib

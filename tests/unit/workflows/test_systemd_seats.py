@@ -37,9 +37,9 @@ CODER, BIG = f"{UNITS}/fleet-coder.service", f"{UNITS}/fleet-big.service"
 
 MEMINFO = "MemTotal:       65536000 kB\nMemFree:        60000000 kB\nMemAvailable:   62000000 kB"
 MODELS = {
-    "rtx3090": "qwen3-32b-q4_k_m.gguf",
-    "rtx5070": "qwen3-14b-q4_k_m.gguf",
-    "apu": "qwen3-32b-q8_0.gguf",
+    "rtx3090": "gemma-3-27b-it-q4_k_m.gguf",
+    "rtx5070": "gemma-3-12b-it-q4_k_m.gguf",
+    "apu": "qwen3.5-35b-a3b-q8_0.gguf",
 }
 
 
@@ -95,7 +95,8 @@ def test_apply_writes_each_unit_reloads_starts_it_and_plans_zero(fleet: FakeFlee
     gpu, cpu = fleet.hosts["rtx3090"], fleet.hosts["apu"]
     assert gpu.started == ["fleet-coder.service"] and cpu.started == ["fleet-big.service"]
     unit = gpu.files[CODER]
-    assert "ExecStart=/usr/local/bin/llama-server --model /models/qwen3-32b-q4_k_m.gguf" in unit
+    model = "--model /models/gemma-3-27b-it-q4_k_m.gguf"
+    assert f"ExecStart=/usr/local/bin/llama-server {model}" in unit
     assert "--parallel 2 --n-gpu-layers 999 --metrics --batch-size 4096" in unit
     assert 'Environment="CUDA_VISIBLE_DEVICES=0"' in unit and "Restart=on-failure" in unit
     assert 'Environment="CUDA_VISIBLE_DEVICES="' in cpu.files[BIG], "a CPU seat sees no GPU"
@@ -107,8 +108,8 @@ def test_apply_writes_each_unit_reloads_starts_it_and_plans_zero(fleet: FakeFlee
     assert reload_at < start_at
     assert fleet.fleet("plan").returncode == 0
     inventory = ok(fleet, "inventory")  # each GGUF header read: architecture, layers
-    assert "| `coder` | coder (/models/qwen3-32b-q4_k_m.gguf) | qwen3 | 64 |" in inventory
-    assert "| `big` | big (/models/qwen3-32b-q8_0.gguf) | qwen3 | 64 |" in inventory
+    assert "| `coder` | coder (/models/gemma-3-27b-it-q4_k_m.gguf) | gemma3 | 62 |" in inventory
+    assert "| `big` | big (/models/qwen3.5-35b-a3b-q8_0.gguf) | qwen35moe | 40 |" in inventory
 
 
 def test_a_change_restarts_only_its_unit_keeping_the_previous_one(fleet: FakeFleet) -> None:
