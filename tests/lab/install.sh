@@ -10,7 +10,7 @@
 #         docker CLI plugin; litellm[proxy] in its own venv outside the repo
 #   systemd hosts: systemd-container pinned to the installed systemd version (unpinned it
 #         upgrades the machine's own systemd) and mmdebstrap; the hosts' rootfs is built by
-#         the lab on first use (tests/lab/nspawn.py) and cached under /opt/fleet-lab
+#         the lab on first use (tests/lab/nspawn_layer.py) and cached under /opt/fleet-lab
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 LITELLM_VERSION=1.108.7

@@ -15,7 +15,8 @@ A test that needs hosts running seats as systemd units asks for them (the module
              .1 on this machine's side, .2 the host; sshd on :2222, reached only over
              SSH with the lab's client key and the host's pinned host key
 
-Inside, /models is the host's models folder, the stand-in engine is the `vllm` package
+The rootfs and each host's layer are `tests.lab.nspawn_layer`'s. Inside, /models is the
+host's models folder, the stand-in engine is the `vllm` package
 (so `/usr/local/bin/llama-server` and `vllm` run it), and a GPU host has the simulated
 driver's state at /run/fleet-lab-gpu and `nvidia-smi` on PATH: an engine started by a
 unit sees the GPUs its CUDA_VISIBLE_DEVICES names (tests/lab/engine/gpu.py).
@@ -23,8 +24,6 @@ unit sees the GPUs its CUDA_VISIBLE_DEVICES names (tests/lab/engine/gpu.py).
 
 from __future__ import annotations
 
-import fcntl
-import os
 import shutil
 import subprocess
 import time
@@ -35,16 +34,14 @@ from typing import TYPE_CHECKING
 from . import models, procs, sshcfg
 from .bringup import port_open, procs_path, wait_for
 from .hosts import LabHost, write_gpu_state
-from .image import ENGINE_SRC, LLAMA_SERVER_SCRIPT, VLLM_SCRIPT
+from .image import ENGINE_SRC
+from .nspawn_layer import ensure_rootfs, write_layer
 from .procs import LabError
 from .spec import CPU_MODELS, RTX_3090, SSH_PORT, HostSpec, make_gpus
 
 if TYPE_CHECKING:
     from .lab import Lab
 
-ROOTFS = Path(os.environ.get("FLEET_LAB_SYSTEMD_ROOTFS", "/opt/fleet-lab/systemd-rootfs"))
-MIRROR = os.environ.get("FLEET_LAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
-PACKAGES = "systemd,systemd-sysv,dbus,openssh-server,python3,iproute2,procps,ca-certificates"
 SITE = "/usr/local/lib/python3.11/dist-packages/vllm"
 GPU_MODELS = (
     "qwen3-8b-q4_k_m.gguf",
@@ -55,7 +52,6 @@ GPU_MODELS = (
 )
 APU_MODELS = (*CPU_MODELS, "gemma-3-12b-it-q4_k_m.gguf", "qwen3-8b-q4_k_m.gguf")  # and its mid, big
 ROLE = "nspawn"
-MASKED = ("systemd-tmpfiles-setup-dev.service", "systemd-update-utmp-runlevel.service")
 
 
 def specs() -> tuple[HostSpec, ...]:
@@ -95,86 +91,6 @@ class SystemdHost(LabHost):
     def upper(self) -> Path:
         """The host's own layer over the shared rootfs."""
         return self.root / "overlay" / "upper"
-
-
-# -- the rootfs --------------------------------------------------------------------------
-def ensure_rootfs() -> Path:
-    """The cached rootfs, built first if missing (one builder at a time on the machine)."""
-    if (ROOTFS / "usr/lib/systemd/systemd").exists():
-        return ROOTFS
-    ROOTFS.parent.mkdir(parents=True, exist_ok=True)
-    with (ROOTFS.parent / f".{ROOTFS.name}.lock").open("w") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        if (ROOTFS / "usr/lib/systemd/systemd").exists():
-            return ROOTFS
-        building = ROOTFS.with_name(ROOTFS.name + ".building")
-        shutil.rmtree(building, ignore_errors=True)
-        command = ["mmdebstrap", "--variant=minbase", f"--include={PACKAGES}", "bookworm"]
-        procs.run([*command, str(building), MIRROR], timeout=900)
-        building.rename(ROOTFS)
-    return ROOTFS
-
-
-# -- one host's layer ------------------------------------------------------------------
-def write(path: Path, text: str, mode: int = 0o644) -> None:
-    """A file in a host's layer (parents created)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(mode)
-
-
-def sshd_dropin(host: SystemdHost) -> str:
-    """sshd_config.d drop-in: the lab's port, host key and client key, nothing else."""
-    return (
-        f"ListenAddress {host.address}:{SSH_PORT}\n"
-        "HostKey /etc/ssh/fleet-lab/ssh_host_ed25519_key\n"
-        "AuthorizedKeysFile /etc/ssh/fleet-lab/authorized_keys\n"
-        "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
-        "KbdInteractiveAuthentication no\nUsePAM no\nUseDNS no\nPrintMotd no\n"
-        "MaxStartups 200:30:400\nMaxSessions 100\n"
-    )
-
-
-def write_layer(lab: Lab, host: SystemdHost) -> None:
-    """Everything the host differs in from the shared rootfs, before it boots."""
-    shutil.rmtree(host.root / "overlay", ignore_errors=True)
-    etc = host.upper / "etc"
-    write(etc / "hostname", f"{host.name}\n")
-    write(etc / "hosts", f"127.0.0.1 localhost\n{host.address} {host.name}\n")
-    write(
-        etc / "systemd/network/10-host0.network",
-        f"[Match]\nName=host0\n\n[Network]\nAddress={host.address}/25\nLinkLocalAddressing=no\n",
-    )
-    wants = etc / "systemd/system/multi-user.target.wants"
-    wants.mkdir(parents=True, exist_ok=True)
-    (wants / "systemd-networkd.service").symlink_to("/lib/systemd/system/systemd-networkd.service")
-    # Units that failed now and then at boot (the host then `degraded`) and that a lab host
-    # does not need: nspawn populates the container's /dev itself, and nothing reads utmp.
-    for unit in MASKED:
-        (etc / "systemd/system" / unit).symlink_to("/dev/null")
-    write(etc / "ssh/sshd_config.d/10-fleet-lab.conf", sshd_dropin(host))
-    keys = etc / "ssh/fleet-lab"
-    keys.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(host.root / "ssh_host_ed25519_key", keys / "ssh_host_ed25519_key")
-    (keys / "ssh_host_ed25519_key").chmod(0o600)
-    shutil.copyfile(lab.ssh_dir / "authorized_keys", keys / "authorized_keys")
-    backend = "cuda" if host.spec.gpus else "cpu"
-    program = "/usr/local/bin/llama-server"
-    server = LLAMA_SERVER_SCRIPT.replace(
-        "import sys\n",
-        "import os, sys\n"
-        f"os.environ.setdefault('FLEET_LAB_LLAMACPP_BACKEND', '{backend}')\n"
-        f"os.environ.setdefault('FLEET_LAB_LLAMACPP_PROGRAM', '{program}')\n",
-    )
-    write(host.upper / program.lstrip("/"), server, 0o755)
-    write(host.upper / "usr/local/bin/vllm", VLLM_SCRIPT, 0o755)
-    if host.spec.gpus:
-        write(
-            host.upper / "usr/local/bin/nvidia-smi",
-            "#!/bin/sh\nFLEET_LAB_GPU_DIR=/run/fleet-lab-gpu exec /usr/bin/python3 -E -s "
-            '/opt/fleet-lab/runtime/nvidia_smi.py "$@"\n',
-            0o755,
-        )
 
 
 def nspawn_command(lab: Lab, host: SystemdHost, rootfs: Path) -> list[str]:
