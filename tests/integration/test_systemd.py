@@ -66,7 +66,7 @@ def test_hosts_are_booted_systemd_reached_over_ssh_with_pinned_keys(
         assert lab.run(host.name, "cat /proc/1/comm").stdout.strip() == "systemd"
     other_key = lab.known_hosts.with_name("other_known_hosts")
     lines = lab.known_hosts.read_text().splitlines()
-    gpu, cpu = systemd_hosts
+    gpu, cpu = systemd_hosts[:2]
     cpu_key = next(ln for ln in lines if ln.startswith(f"[{cpu.address}]")).split()[1:]
     swapped = [ln for ln in lines if not ln.startswith(f"[{gpu.address}]")]
     swapped.append(f"[{gpu.address}]:2222 {' '.join(cpu_key)}")
@@ -89,13 +89,16 @@ def test_hosts_are_booted_systemd_reached_over_ssh_with_pinned_keys(
     assert "host key" in refused.stderr.lower() or "identification" in refused.stderr.lower()
 
 
-def test_gpu_host_has_its_gpu_and_the_cpu_host_none(
+def test_gpu_hosts_have_their_gpu_and_the_cpu_host_none(
     lab: Lab, systemd_hosts: list[SystemdHost]
 ) -> None:
-    gpu, cpu = systemd_hosts
-    listed = lab.run(gpu.name, "nvidia-smi -L", check=True).stdout
-    assert listed.startswith("GPU 0: NVIDIA GeForce RTX 3090 (UUID: GPU-")
-    assert lab.run(cpu.name, "command -v nvidia-smi").returncode == 1
+    assert [h.name for h in systemd_hosts] == ["rtx3090", "apu", "rtx5070"]
+    for host, gpu in (("rtx3090", "RTX 3090"), ("rtx5070", "RTX 5070")):
+        listed = lab.run(host, "nvidia-smi -L", check=True).stdout
+        assert listed.startswith(f"GPU 0: NVIDIA GeForce {gpu} (UUID: GPU-"), listed
+    memory = "nvidia-smi --query-gpu=memory.total --format=csv,noheader"
+    assert lab.run("rtx5070", memory, check=True).stdout.strip() == "12227 MiB"
+    assert lab.run("apu", "command -v nvidia-smi").returncode == 1
 
 
 def test_a_unit_starts_logs_restarts_after_kill_and_stops(
@@ -338,11 +341,10 @@ def test_a_vllm_seat_runs_as_a_vllm_serve_unit(
 
 
 # -- the llama.cpp example fleet (examples/llamacpp-fleet/desired/) ----------------------
-# The lab has two systemd hosts for the example's three: the RTX 5070's seat (mid) runs on
-# apu as a CPU seat, and big runs qwen3-8b there, since this machine has no 64 GB for the
-# 35B Q8_0 file. coder runs on rtx3090 as the example says.
+# The lab's three systemd hosts are the example's: coder on rtx3090 and mid on rtx5070 as
+# the example says; big runs qwen3-8b on apu, since this machine has no 64 GB for the 35B
+# Q8_0 file.
 LAB_EDITS = {
-    "mid.yaml": (("host: rtx5070", "host: apu"), ("gpus: [0]", "gpus: []")),
     "big.yaml": (("qwen3.5-35b-a3b-q8_0.gguf", "qwen3-8b-q4_k_m.gguf"),),
 }
 
@@ -379,6 +381,13 @@ def test_the_llamacpp_example_fleet_applies_end_to_end_and_plans_zero(
     argv = lab.run("rtx3090", "systemctl show fleet-coder -p ExecStart", check=True).stdout
     assert "gemma-3-27b-it-q4_k_m.gguf" in argv and "--parallel 2" in argv
     assert "--batch-size 4096" in argv
+    seats = {
+        s["seat"]: s
+        for h in json.loads(fleet_ok(repo, "inventory", "--json"))["hosts"]
+        for s in h["seats"]
+    }
+    placed = {n: (seats[n]["gpus"], seats[n]["vram_mib"] > 0) for n in ("coder", "mid", "big")}
+    assert placed == {"coder": ([0], True), "mid": ([0], True), "big": ([], False)}
     tree = make_yaml().load(lab.gateway_config())
     section = tree.get("router_settings") or tree.get("litellm_settings") or {}
     assert {"coder": ["mid", "big"]} in section["fallbacks"]

@@ -46,8 +46,9 @@ def lab() -> Iterator[Lab]:
 
 @pytest.fixture(scope="module")
 def systemd_hosts(lab: Lab) -> Iterator[list[nspawn.SystemdHost]]:
-    """The lab's real systemd hosts (rtx3090: one GPU; apu: CPU only), booted for one
-    test module and powered off after it (the lab's `down` also takes them down)."""
+    """The lab's real systemd hosts (rtx3090 and rtx5070: one GPU each; apu: CPU only),
+    booted for one test module and powered off after it (the lab's `down` also takes them
+    down)."""
     hosts = nspawn.boot(lab)
     try:
         yield hosts

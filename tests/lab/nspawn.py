@@ -39,6 +39,8 @@ from .nspawn_layer import ensure_rootfs, write_layer
 from .procs import LabError
 from .spec import CPU_MODELS, RTX_3090, SSH_PORT, HostSpec, make_gpus
 
+RTX_5070 = "NVIDIA GeForce RTX 5070"
+
 if TYPE_CHECKING:
     from .lab import Lab
 
@@ -50,16 +52,20 @@ GPU_MODELS = (
     "gemma-3-27b-it-q4_k_m.gguf",  # the llama.cpp example fleet's coder
     "TinyLlama-1.1B-Chat-FP8",  # for `vllm serve` as a unit
 )
-APU_MODELS = (*CPU_MODELS, "gemma-3-12b-it-q4_k_m.gguf", "qwen3-8b-q4_k_m.gguf")  # and its mid, big
+RTX_5070_MODELS = ("gemma-3-12b-it-q4_k_m.gguf", "qwen3-0.6b-q8_0.gguf")  # the example's mid
+APU_MODELS = (*CPU_MODELS, "qwen3-8b-q4_k_m.gguf")  # the example's big, made to fit here
 ROLE = "nspawn"
 
 
 def specs() -> tuple[HostSpec, ...]:
-    """The GPU host (one RTX 3090) and the CPU-only host that run seats as units."""
-    gpus = make_gpus("rtx3090", RTX_3090, 24576, 1)
+    """The GPU hosts (one RTX 3090; one RTX 5070, 12 GB) and the CPU-only host that run
+    seats as units: the llama.cpp example fleet's three."""
+    rtx3090 = make_gpus("rtx3090", RTX_3090, 24576, 1)
+    rtx5070 = make_gpus("rtx5070", RTX_5070, 12227, 1)
     return (
-        HostSpec("rtx3090", "127.0.0.15", 5, gpus, "runtime", GPU_MODELS, image_tags=()),
+        HostSpec("rtx3090", "127.0.0.15", 5, rtx3090, "runtime", GPU_MODELS, image_tags=()),
         HostSpec("apu", "127.0.0.16", 6, models=APU_MODELS, image_tags=()),
+        HostSpec("rtx5070", "127.0.0.17", 7, rtx5070, "runtime", RTX_5070_MODELS, image_tags=()),
     )
 
 
