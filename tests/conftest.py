@@ -38,7 +38,7 @@ LONGEST_FIRST = (
     "tests/integration/test_observe.py",  # ~155 s
     "tests/integration/test_bench_lab.py",  # ~125 s
     "tests/integration/test_apply_guards_lab.py",  # ~125 s
-    "tests/integration/test_systemd.py",  # ~290 s on a loaded machine (~35 s: the surge)
+    "tests/integration/test_systemd.py",  # ~225 s with the lab up, loaded (surge ~45 s)
     "tests/integration/test_gateway_bluegreen_lab.py",  # ~80 s before surge's cases
 )
 
