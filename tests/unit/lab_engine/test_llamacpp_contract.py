@@ -39,3 +39,46 @@ def test_the_standins_log_and_api_agree(
     # The stand-in's build (b6100) logs everything but the drafter's n_max.
     unstated = ("draft tokens (n_max)",)
     assert mismatches(engine.log(), fetch(engine.url("")), argv, unstated) == []
+
+
+NEW_DRAFT = ["--spec-type", "draft-simple", "--spec-draft-model", "{draft}"]
+NEW_DRAFT += ["--spec-draft-n-max", "6"]
+BY_BUILD = {
+    "b6100-old-names-draft": ("6100", ["--model-draft", "{draft}", "--draft-max", "6"], True),
+    "b6100-refuses-new-names": (
+        "6100",
+        ["--spec-draft-model", "{draft}", "--spec-draft-n-max", "6"],
+        "error: invalid argument: --spec-draft-model",
+    ),
+    "b11434-new-names-draft": ("11434", NEW_DRAFT, True),
+    "b11434-no-spec-type-no-draft": ("11434", ["--spec-draft-model", "{draft}"], False),
+    "b11434-refuses-draft-max": (
+        "11434",
+        ["--model-draft", "{draft}", "--draft-max", "6"],
+        'error while handling argument "--draft-max": the argument has been removed',
+    ),
+}
+
+
+@pytest.mark.parametrize(("build", "flags", "outcome"), list(BY_BUILD.values()), ids=list(BY_BUILD))
+def test_the_standin_takes_the_draft_options_its_build_takes(
+    image: Image,
+    gguf_dir: Path,
+    running: list[StandIn],
+    build: str,
+    flags: list[str],
+    outcome: bool | str,
+) -> None:
+    draft = str(gguf_dir / "qwen3-0.6b-q8_0.gguf")
+    argv = ["-m", str(gguf_dir / "qwen3-0.6b-q4_k_m.gguf"), "-ngl", "999", "--metrics"]
+    argv += [flag.format(draft=draft) for flag in flags]
+    engine = start_llama(image, argv, {"FLEET_LAB_LLAMACPP_BUILD": build})
+    running.append(engine)
+    if isinstance(outcome, str):
+        assert engine.wait_exit() == 1
+        assert outcome in engine.log()
+        return
+    engine.wait_healthy()
+    answers = fetch(engine.url(""))
+    assert all(slot["speculative"] is outcome for slot in answers.slots)
+    assert mismatches(engine.log(), answers, argv, ("draft tokens (n_max)",)) == []
