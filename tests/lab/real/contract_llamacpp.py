@@ -96,7 +96,8 @@ def _context(report: LlamaCppReport, answers: Answers) -> list[str]:
         out.append(f"context per slot: /slots says {slot_ctx}, /props {per_slot}")
     _compare(out, "slots", report.parallel_slots, answers.props.get("total_slots"))
     if len(answers.slots) != answers.props.get("total_slots"):
-        out.append(f"slots: /slots lists {len(answers.slots)}, /props says total_slots")
+        total = answers.props.get("total_slots")
+        out.append(f"slots: /slots lists {len(answers.slots)}, /props total_slots is {total}")
     return out
 
 

@@ -5,11 +5,12 @@ test_real_llamacpp.py): what fleet reads off its startup log equals what its /pr
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from tests.lab.real.contract_llamacpp import fetch, mismatches
+from tests.lab.real.contract_llamacpp import Answers, fetch, mismatches
 from tests.unit.lab_engine.standin import Image, StandIn, start_llama
 
 CASES = {
@@ -82,3 +83,35 @@ def test_the_standin_takes_the_draft_options_its_build_takes(
     answers = fetch(engine.url(""))
     assert all(slot["speculative"] is outcome for slot in answers.slots)
     assert mismatches(engine.log(), answers, argv, ("draft tokens (n_max)",)) == []
+
+
+def test_the_contract_holds_on_the_recorded_real_b11434(corpus: Path) -> None:
+    # One run of the real server (tests/corpus/SOURCES.md): its -lv 4 log, /props and
+    # /slots after start-up, /metrics after a request.
+    stem = "b11434_cpu_tiny-llama-4l_np2_draft-simple"
+    metrics = corpus / "llamacpp-metrics"
+    answers = Answers(
+        props=json.loads((metrics / f"{stem}.props.json").read_text()),
+        slots=json.loads((metrics / f"{stem}.slots.json").read_text()),
+        metrics=(metrics / f"{stem}_after-one-request.metrics.txt").read_text(),
+    )
+    log = (
+        corpus / "llamacpp-logs" / "b11434_cpu_tiny-llama-4l_lv4_np2_draft-simple.log"
+    ).read_text()
+    draft = "/opt/fleet-lab/llama-server-b11434/models/tiny-llama-draft-1l.gguf"
+    argv = ["-c", "4096", "-np", "2", "--metrics", "--slots", "-lv", "4"]
+    argv += ["--spec-type", "draft-simple", "--spec-draft-model", draft, "--spec-draft-n-max", "4"]
+    assert mismatches(log, answers, argv) == []
+    # and it can fail: another build, a third slot, a bigger k
+    wrong = Answers(
+        {**answers.props, "build_info": "b11435-b11434", "total_slots": 3}, answers.slots
+    )
+    found = mismatches(log, wrong, [*argv[:-1], "5"])
+    assert [line.split(":")[0] for line in found] == [
+        "build",
+        "slots",
+        "slots",  # /slots lists 2 where /props says 3
+        "KV cells",
+        "KV context (n_ctx)",
+        "draft tokens (n_max)",
+    ]
