@@ -3,7 +3,9 @@
 Called by the reconciler on an engine's log as its runtime reads it (the apply health gate
 reads `kv_cache_tokens` from here) and by `fleet explain log`. The formats differ across
 releases (V0 `# GPU blocks`, V1 `GPU KV cache size: N tokens`, the 0.29 one-line KV
-report, the ASCII-art banner since 0.16); lines carry process prefixes such as
+report, the ASCII-art banner since 0.16; the CPU backend's worker states its budget as
+`Explicitly set (0.25/23.54) GiB for KV cache on node 0.` or `Auto set (...)`, and 0.32
+names the cache `CPU KV cache size`); lines carry process prefixes such as
 `(EngineCore pid=N)` and `(VllmWorker rank=N pid=M)`, colours, and repeat once per worker;
 a terminal or log collector may have hard-wrapped them (`fleet.engines.vllm.lines` rejoins
 them). A fact is the first value the log states; nothing is computed except V0's KV tokens
@@ -65,11 +67,12 @@ _KV_GIB = re.compile(
     r"Available KV cache memory: (-?[\d.]+) GiB"  # V1, profiled
     r"|reserved (-?[\d.]+) ?GiB memory for KV Cache as specified"  # --kv-cache-memory-bytes
     r"|memory reserved for KV Cache is (-?[\d.]+) ?GiB"  # V0 / early V1 profiling summary
+    r"|(?:Explicitly|Auto) set \((-?[\d.]+)/[\d.]+\) GiB for KV cache on node"  # CPU backend
 )
 _BLOCKS = re.compile(
     r"# (?:GPU|CUDA|cuda|XPU|xpu|HPU|hpu|TPU|tpu|NPU|npu|neuron|cpu) blocks: (\d+)"
 )
-_KV_TOKENS = re.compile(r"GPU KV cache size: ([\d,]+) tokens")
+_KV_TOKENS = re.compile(r"(?:GPU|CPU|XPU) KV cache size: ([\d,]+) tokens")
 _CONCURRENCY = re.compile(r"Maximum concurrency for ([\d,]+) tokens per request: ([\d.]+)x")
 
 

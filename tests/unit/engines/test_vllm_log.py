@@ -241,6 +241,7 @@ CASES = [
             served_names=["facebook/opt-125m"],
             max_model_len=2048,
             kv_cache_dtype="auto",
+            kv_cache_gib=0.0,  # "Explicitly set (0.0/11.65) GiB for KV cache on node 0."
             errors=[ErrorKind.NO_KV_MEMORY],
         ),
     ),
@@ -277,6 +278,24 @@ CASES = [
             kv_cache_gib=13.44,
             kv_cache_tokens=127625,
             max_concurrency=31.16,
+        ),
+    ),
+    (
+        # recorded in the lab from the real CPU build: the KV budget on a worker's
+        # `Explicitly set (0.25/23.54) GiB ...` line, tokens and concurrency on one
+        # `CPU KV cache size` line; no `Model loading took` line on the CPU
+        "v0.32.0_v1_tiny-llama_cpu-backend_ngram-spec-decode.log",
+        fact(
+            **V1_SINGLE,
+            version="0.32.0",
+            model="/opt/fleet-lab/tiny-llama-80318a68bc62",
+            served_names=["tiny-llama"],
+            max_model_len=2048,
+            kv_cache_dtype="auto",
+            speculative={"method": "ngram", "num_tokens": 3, "draft_model": None},
+            kv_cache_gib=0.25,
+            kv_cache_tokens=524288,
+            max_concurrency=256.0,
         ),
     ),
 ]
@@ -399,6 +418,25 @@ SYNTHETIC = [
         ],
         "kv_cache_gib",
         50.51,
+    ),
+    (
+        "cpu-auto-set-kv-budget",  # the CPU worker sizing the cache from its memory share
+        [
+            "(Worker pid=19850) INFO 06-13 20:03:57 [cpu_worker.py:235] Auto set (1.48/18.0) "
+            "GiB for KV cache on node 0, with 5.4 GiB requested memory for the worker. 3.92 "
+            "GiB memory was consumed by non-kv usages."
+        ],
+        "kv_cache_gib",
+        1.48,
+    ),
+    (
+        "cpu-kv-tokens-named-cpu",
+        [
+            "(EngineCore pid=7) INFO 12-04 18:40:03 [kv_cache_utils.py:2327] CPU KV cache "
+            "size: 1,024 tokens, Maximum concurrency for 512 tokens per request: 2.00x"
+        ],
+        "kv_cache_tokens",
+        1024,
     ),
     (
         "negative-kv-memory",
