@@ -133,7 +133,8 @@ def serve(argv: list[str], prog: str, positional_model: bool) -> int:
                 "above. Failed core proc(s): {}"
             ],
         )
-    cfg["kv_tokens"] = result.get("kv_tokens")
+    for key in ("kv_tokens", "max_concurrency", "num_blocks", "block_size"):
+        cfg[key] = result.get(key)
     link.watch()
     serve_forever(cfg, log, args.host, args.port, link)
     return 0

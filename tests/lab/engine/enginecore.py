@@ -173,7 +173,16 @@ def core_main() -> int:
         gpumod.release_usage(paths)
         report({"ok": False, "error": str(err)})
         return 1
-    report({"ok": True, "kv_tokens": plan.kv_tokens, "kv_bytes": plan.kv_bytes})
+    report(
+        {
+            "ok": True,
+            "kv_tokens": plan.kv_tokens,
+            "kv_bytes": plan.kv_bytes,
+            "max_concurrency": plan.max_concurrency,
+            "num_blocks": plan.num_blocks,
+            "block_size": plan.block_size,
+        }
+    )
     crash_later(cfg, log)
 
     def command(name: str, argument: str) -> None:

@@ -3,10 +3,15 @@
 Names as vLLM V1 registers them with prometheus_client (a Counter `vllm:x` is exposed
 as `vllm:x_total`), labelled `model_name` and, since 0.10, `engine`. The speculative
 counters exist only with --speculative-config (vllm/v1/spec_decode/metrics.py,
-SpecDecodingProm), the per-position one labelled `position`.
+SpecDecodingProm), the per-position one labelled `position`. `vllm:cache_config_info`
+is V1's info gauge (always 1) whose labels are the engine's CacheConfig as strings, as the
+real 0.32.0 exports it: among them `num_gpu_blocks`, `block_size`, `kv_cache_size_tokens`
+and `kv_cache_max_concurrency`, the figures the start-up log states.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 from .logfmt import series
 from .scheduler import Scheduler
@@ -92,10 +97,36 @@ def per_position(version: str, model: str, spec: SpecDecode) -> list[str]:
     return out
 
 
-def metrics_text(version: str, model: str, sched: Scheduler, spec: SpecDecode | None) -> str:
+def cache_config_info(cfg: dict[str, Any]) -> list[str]:
+    """vllm:cache_config_info: the cache's settings and sizes as labels (V1 only)."""
+    if series(cfg["version"]) == "0.9":
+        return []
+    utilization = cfg.get("gpu_memory_utilization")
+    fields = {
+        "block_size": cfg.get("block_size"),
+        "cache_dtype": cfg.get("kv_cache_dtype") or "auto",
+        "enable_prefix_caching": True,
+        "engine": 0,
+        "gpu_memory_utilization": 0.9 if utilization is None else utilization,
+        "kv_cache_max_concurrency": cfg.get("max_concurrency"),
+        "kv_cache_memory_bytes": cfg.get("kv_cache_memory_bytes"),
+        "kv_cache_size_tokens": cfg.get("kv_tokens"),
+        "num_gpu_blocks": cfg.get("num_blocks"),
+    }
+    label = ",".join(f'{key}="{value}"' for key, value in fields.items())
+    name = "vllm:cache_config_info"
+    return [
+        f"# HELP {name} Information of the LLMEngine CacheConfig",
+        f"# TYPE {name} gauge",
+        f"{name}{{{label}}} 1.0",
+    ]
+
+
+def metrics_text(cfg: dict[str, Any], model: str, sched: Scheduler, spec: SpecDecode | None) -> str:
     """The whole /metrics body."""
+    version = cfg["version"]
     label = labels(version, model)
-    lines = render(scheduler_rows(version, sched), label)
+    lines = render(scheduler_rows(version, sched), label) + cache_config_info(cfg)
     if spec is not None:
         lines += render(spec_rows(spec), label) + per_position(version, model, spec)
     return "\n".join(lines) + "\n"

@@ -103,7 +103,7 @@ class Handler(JsonHandler):
         elif self.route == "/version":
             self.send_json(200, {"version": state.version})
         elif self.route == "/metrics":
-            text = metrics_text(state.version, state.names[0], state.scheduler, state.spec)
+            text = metrics_text(state.cfg, state.names[0], state.scheduler, state.spec)
             self.send_text(200, text, "text/plain; version=0.0.4; charset=utf-8")
         else:
             self.send_json(404, {"detail": "Not Found"})
