@@ -13,6 +13,7 @@ never touch each other, nor the demo's `.lab`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -72,13 +73,15 @@ def devbox(request: pytest.FixtureRequest) -> Iterator[devbox_host.Devbox]:
     vLLM CPU and llama-server images and their tiny models, up for one test module;
     skipped (with the reason) unless both engines are wanted and installed, before the
     lab comes up."""
-    from .real import llamacpp, require, vllm
+    from .real import CACHE, llamacpp, require, vllm
 
     require(vllm.INSTALLED, "vLLM")
     require(llamacpp.INSTALLED, "llama-server")
     lab: Lab = request.getfixturevalue("lab")
     models = {"vllm": vllm.model_dir(), "gguf": llamacpp.model_path()}
-    running = devbox_host.start(lab, (vllm.import_image, llamacpp.import_image), models)
+    key = hashlib.sha256(f"{vllm.rootfs_tar()}\n{llamacpp.rootfs_tar()}".encode()).hexdigest()
+    images = (vllm.import_image, llamacpp.import_image)
+    running = devbox_host.start(lab, images, models, (CACHE, key[:12]))
     try:
         yield running
     finally:
