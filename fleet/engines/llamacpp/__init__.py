@@ -4,8 +4,10 @@ A llama.cpp seat sizes its KV cache by its context: `--ctx-size` is the whole ca
 (`context` × `parallel` slots) and `--parallel` the number of slots, so each slot holds
 `context` tokens and concurrency (KV cells / context) is the number of slots. There is no
 KV byte budget or memory fraction to render. Speculative decoding drafts with a separate
-GGUF model (`--model-draft`, `--draft-max k`). `fleet.engines.llamacpp.argv` reads the
-argv back; the startup log is read by `fleet.engines.llamacpp.log` and reported in the
+GGUF model: `--spec-draft-model`, `--spec-draft-n-max k` on the builds that have them
+(b8960 on), `--model-draft`, `--draft-max k` on older ones, as the seat's image tag
+names its build (`argv.draft_flags`). `fleet.engines.llamacpp.argv` reads either spelling
+back; the startup log is read by `fleet.engines.llamacpp.log` and reported in the
 engine-neutral `EngineReport`.
 """
 
@@ -17,6 +19,7 @@ from fleet.engines.base import MetricNames, SeatLine, Shape
 from fleet.engines.kv import KvSettings
 from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
+from fleet.engines.llamacpp.argv import draft_flags, image_build
 from fleet.engines.llamacpp.argv import parse_args as parse_args
 from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
 from fleet.engines.metrics import named_counts
@@ -41,6 +44,9 @@ METRICS = MetricNames(
     running=("llamacpp:requests_processing",),
     waiting=("llamacpp:requests_deferred",),
     generated=("llamacpp:tokens_predicted_total",),
+    spec_accepted="llamacpp:spec_decode_num_accepted_tokens_total",
+    spec_draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
+    spec_drafts="llamacpp:spec_decode_num_drafts_total",
 )
 OOM_SIGNATURES: tuple[str, ...] = ("cudaMalloc failed: out of memory", "failed to allocate")
 KV_FLAGS: tuple[str, ...] = ()
@@ -91,7 +97,8 @@ def render_args(seat: Seat) -> list[str]:
     ]
     spec = seat.speculative
     if spec is not None and spec.draft_model:
-        args += ["--model-draft", spec.draft_model, "--draft-max", str(spec.num_tokens)]
+        model_flag, count_flag = draft_flags(image_build(seat.image))
+        args += [model_flag, spec.draft_model, count_flag, str(spec.num_tokens)]
     return args + list(seat.extra_args)
 
 
@@ -171,7 +178,7 @@ def import_lines(args: EngineArgs) -> list[SeatLine]:
     if args.draft_model:
         drafted: dict[str, object] = {"method": "draft_model", "num_tokens": args.draft_max or 16}
         drafted["draft_model"] = args.draft_model
-        lines.append(("speculative", drafted, "--model-draft / --draft-max"))
+        lines.append(("speculative", drafted, "--spec-draft-model / --spec-draft-n-max"))
     return lines
 
 
@@ -192,7 +199,7 @@ def explain(text: str) -> dict[str, object] | None:
 
 
 def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
-    """llama-server exports no draft counters on /metrics (its log has the acceptance)."""
+    """llama-server's spec_decode counters (builds of 2026 on; older ones export none)."""
     return named_counts(samples, METRICS)
 
 
@@ -202,7 +209,8 @@ def read_log(text: str) -> EngineReport:
 
 
 def as_engine_report(report: LlamaCppReport) -> EngineReport:
-    """KV tokens are the cache's cells (`n_ctx`); each slot's context is `n_ctx_slot`; the
+    """KV tokens are the cache's cells (`n_ctx`, else the KV size line's cells); each
+    slot's context is `n_ctx_slot`; k is the drafter's `n_max` where the log traces it; the
     KV memory is the target's (a drafter's context is its own); a drafter is the method."""
     slots_logged = report.parallel_slots
     per_slot = report.ctx_per_slot or (
@@ -215,9 +223,13 @@ def as_engine_report(report: LlamaCppReport) -> EngineReport:
         kv_cache_dtype=report.kv_type_k,
         weights_gib=_weights_gib(report),
         kv_cache_gib=round(report.kv_buffer_mib / 1024, 4) if report.kv_buffer_mib else None,
-        kv_cache_tokens=report.ctx_size,
+        kv_cache_tokens=report.ctx_size or report.kv_cells,
         speculative=(
-            SpeculativeFact(method=report.speculative_method, draft_model=report.draft_model)
+            SpeculativeFact(
+                method=report.speculative_method,
+                num_tokens=report.draft_max,
+                draft_model=report.draft_model,
+            )
             if report.speculative_method
             else None
         ),

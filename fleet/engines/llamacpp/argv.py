@@ -3,9 +3,20 @@
 `llama-server -m MODEL ...` (the server images install it as `/app/llama-server`; older
 ones as `server`), with its short and long spellings. Called by
 `fleet.engines.parse_engine_argv` through the llama.cpp engine module.
+
+The draft options were renamed by llama.cpp's speculative-params refactor (PR #22397,
+merged 2026-04-28): `--model-draft` became `--spec-draft-model` (the old spelling and
+`-md` stay aliases) and `--draft-max` / `--draft` / `--draft-n` became
+`--spec-draft-n-max`; the old spellings of the count are refused from then on ("the
+argument has been removed", exit 1). Both spellings are read back; `draft_flags` gives
+the pair a build accepts. SPEC_DRAFT_SINCE is the first build with the new names, as
+near as the release dates place it (b8651 was 2026-04-03, b9174 2026-05-16, about 12
+builds a day): builds from it on get the new names, older ones the old.
 """
 
 from __future__ import annotations
+
+import re
 
 from fleet.facts.argv import EngineArgs, Reader, names, positive_int, program_name, read_flags, text
 
@@ -25,6 +36,8 @@ FLAGS: dict[str, Reader] = {
     "--n-gpu-layers": ("gpu_layers", positive_int),
     "-md": ("draft_model", text),
     "--model-draft": ("draft_model", text),
+    "--spec-draft-model": ("draft_model", text),
+    "--spec-draft-n-max": ("draft_max", positive_int),
     "--draft-max": ("draft_max", positive_int),
     "--draft": ("draft_max", positive_int),
     "--draft-n": ("draft_max", positive_int),
@@ -33,6 +46,28 @@ FLAGS: dict[str, Reader] = {
 }
 # Flags only llama-server takes: a bare command (no program) with one of them is llama.cpp.
 OWN_FLAGS = frozenset({"-m", "-c", "--ctx-size", "-ngl", "--n-gpu-layers", "-np"})
+SPEC_DRAFT_SINCE = 8960
+NEW_DRAFT_FLAGS = ("--spec-draft-model", "--spec-draft-n-max")
+OLD_DRAFT_FLAGS = ("--model-draft", "--draft-max")
+# `server-b6100`, `server-cuda-b6100`, `server-cuda13-b10548`, `full-b5000`, `b11434`
+_BUILD_TAG = re.compile(r"(?:^|-)b(\d+)$")
+
+
+def image_build(image: str) -> int | None:
+    """The llama.cpp build number an image's tag names (`...:server-b11434`), else None
+    (`:server`, `:latest`, a digest only, or an executable path on a systemd host)."""
+    reference = image.split("@", 1)[0]
+    last = reference.rsplit("/", 1)[-1]
+    if ":" not in last:
+        return None
+    match = _BUILD_TAG.search(last.rsplit(":", 1)[1])
+    return int(match.group(1)) if match else None
+
+
+def draft_flags(build: int | None) -> tuple[str, str]:
+    """The draft model's and the draft count's flags that `build` accepts; an unknown
+    build (a moving tag, an executable) is taken to be a current one."""
+    return OLD_DRAFT_FLAGS if build is not None and build < SPEC_DRAFT_SINCE else NEW_DRAFT_FLAGS
 
 
 def detect(tokens: list[str]) -> int | None:

@@ -11,7 +11,13 @@ by `llama_new_context_with_model`, `llama_init_from_model`, `llama_context` or
 KV buffers logged after `loading draft model`, or after the target's KV size line (the
 context of the model's own MTP head, `set_mtp: MTP draft head registered`), belong to the
 drafter: `draft_kv_buffer_mib`, never added into the target's. The build is `build: N
-(commit)`, or in newer builds `build_info: bN-commit` (read as `N (commit)`).
+(commit)`, in newer builds `build_info: bN-commit`, and in 2026 builds (b11434) a trace
+line (`-lv 4` only) `common_params_print_info: build N (commit) with <compiler>`; each is
+read as `N (commit)`. The KV cache's cells are the target's `llama_kv_cache: size = ...
+(C cells, L layers, S/N seqs)` (mid-2025 on): C cells in each of N streams (one per slot,
+one when the cache is unified), so C x N in all. With a draft model, 2026 builds trace the
+speculative implementation (`adding speculative implementation 'draft-simple'`) and its
+`- n_max=K, n_min=..., p_min=...` (`-lv 4`): `speculative_type` and `draft_max`.
 """
 
 from __future__ import annotations
@@ -23,6 +29,13 @@ from fleet.facts._text import clean_lines, record_first, to_float, to_int
 
 _BUILD = re.compile(r"^build: (\d+ \(\w+\))")
 _BUILD_INFO = re.compile(r"\bbuild_info: b?(\d+)-(\w+)")
+_BUILD_TRACE = re.compile(r"\bbuild (\d+) \((\w+)\) with ")
+_KV_CELLS = re.compile(
+    r"llama_kv_cache\w*: size\s*=\s*[\d.]+ MiB \(\s*(\d+) cells,\s*\d+ layers,"
+    r"\s*\d+(?:/(\d+))? seqs"
+)
+_SPEC_TYPE = re.compile(r"adding speculative implementation '([\w-]+)'")
+_SPEC_N_MAX = re.compile(r"- n_max=(\d+), n_min=")
 _MTP = re.compile(r"MTP draft head registered|--spec-type \S*mtp|spec_type = \S*mtp")
 _MODEL = re.compile(r"load_model: loading model '([^']*)'")
 _DRAFT = re.compile(r"loading draft model '([^']*)'")
@@ -61,6 +74,7 @@ class LlamaCppReport(CoreModel):
     """What a llama-server log says; a fact the log does not state is None.
 
     `ctx_size` is the whole context (`n_ctx`), `ctx_per_slot` what one slot may use;
+    `kv_cells` is the target's KV cache in cells over all its streams (tokens it holds);
     `kv_buffer_mib` sums the target model's KV buffers over devices (else the KV size the
     log states); `draft_kv_buffer_mib` the drafter's (a draft model's or the MTP head's
     context); `speculative_method` is `draft` (a draft model) or `mtp` (the model's own).
@@ -77,6 +91,7 @@ class LlamaCppReport(CoreModel):
     ctx_per_slot: int | None = None
     parallel_slots: int | None = None
     kv_unified: bool | None = None
+    kv_cells: int | None = None
     kv_buffer_mib: float | None = None
     kv_type_k: str | None = None
     kv_type_v: str | None = None
@@ -89,6 +104,8 @@ class LlamaCppReport(CoreModel):
     draft_model: str | None = None
     draft_kv_buffer_mib: float | None = None
     speculative_method: str | None = None
+    speculative_type: str | None = None
+    draft_max: int | None = None
     listen_url: str | None = None
     errors: tuple[str, ...] = ()
 
@@ -139,9 +156,11 @@ def _collect(line: str, found: dict[str, str]) -> None:
         ("listen_url", _LISTENING),
         ("ctx_per_slot", _SLOT_CTX),  # either alternative's group
         ("parallel_slots", _SLOTS),
+        ("speculative_type", _SPEC_TYPE),
+        ("draft_max", _SPEC_N_MAX),
     )
     record_first(line, simple, found)
-    if "build" not in found and (match := _BUILD_INFO.search(line)):
+    if "build" not in found and (match := _BUILD_INFO.search(line) or _BUILD_TRACE.search(line)):
         found["build"] = f"{match.group(1)} ({match.group(2)})"
 
 
@@ -176,6 +195,9 @@ def _collect_kv_size(match: re.Match[str], found: dict[str, str]) -> None:
         found.setdefault("recurrent_state_mib", size or "")
     elif "kv_size_mib" not in found and size:
         found["kv_size_mib"] = size
+        if cells := _KV_CELLS.search(match.string):
+            streams = int(cells.group(2) or 1)
+            found["kv_cells"] = str(int(cells.group(1)) * streams)
         if type_k and type_v:
             found["kv_type_k"], found["kv_type_v"] = type_k, type_v
 
@@ -202,6 +224,7 @@ def _assemble(
         ctx_per_slot=to_int(found.get("ctx_per_slot")),
         parallel_slots=to_int(found.get("parallel_slots")),
         kv_unified=None if unified is None else unified == "true",
+        kv_cells=to_int(found.get("kv_cells")),
         kv_buffer_mib=kv_mib,
         kv_type_k=found.get("kv_type_k"),
         kv_type_v=found.get("kv_type_v"),
@@ -212,6 +235,8 @@ def _assemble(
         offloaded_layers=to_int(found.get("offloaded")),
         total_layers=to_int(found.get("total_layers")),
         draft_model=found.get("draft_model"),
+        speculative_type=found.get("speculative_type"),
+        draft_max=to_int(found.get("draft_max")),
         listen_url=found.get("listen_url"),
         errors=errors,
     )

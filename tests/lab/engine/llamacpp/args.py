@@ -5,6 +5,12 @@ environment fallbacks (the ggml-org server images set LLAMA_ARG_HOST=0.0.0.0); a
 the command line wins over its variable. Any other flag is tolerated: it takes the next
 token as its value unless that token is a flag itself. Defaults are the b6100 era's:
 port 8080, context 4096 (0: the model's), one slot, no GPU layers, f16 KV cache.
+
+The draft options follow llama.cpp's rename (PR #22397, b8960 as fleet places it): the
+stand-in's build, b6100, knows only `--model-draft` / `--draft-max` and refuses
+`--spec-draft-model` / `--spec-draft-n-max` as an unknown argument (exit 1), as the real
+b6100 does; a build from the rename on (FLEET_LAB_LLAMACPP_BUILD) takes the new names and
+refuses `--draft-max` with the real b11434's message.
 """
 
 from __future__ import annotations
@@ -63,6 +69,19 @@ OPTIONS: dict[str, tuple[str, str, str]] = {
     "--no-kv-offload": ("no_kv_offload", "LLAMA_ARG_NO_KV_OFFLOAD", "flag"),
     "--no-mmap": ("no_mmap", "LLAMA_ARG_NO_MMAP", "flag"),
 }
+BUILD = int(os.environ.get("FLEET_LAB_LLAMACPP_BUILD", "6100"))
+RENAMED_SINCE = 8960
+NEW_NAMES: dict[str, tuple[str, str, str]] = {
+    "--spec-draft-model": ("model_draft", "LLAMA_ARG_SPEC_DRAFT_MODEL", "str"),
+    "--spec-draft-n-max": ("draft_max", "LLAMA_ARG_SPEC_DRAFT_N_MAX", "int"),
+}
+REMOVED = ("--draft", "--draft-n", "--draft-max")
+REMOVED_MESSAGE = (
+    'error while handling argument "{}": the argument has been removed. '
+    "use --spec-draft-n-max or --spec-ngram-mod-n-max"
+)
+if BUILD >= RENAMED_SINCE:
+    OPTIONS.update(NEW_NAMES)
 VALUELESS = {"--jinja", "--no-webui", "--cont-batching", "--no-warmup", "-v", "--verbose"}
 
 
@@ -124,6 +143,14 @@ def from_env(args: ServerArgs, given: set[str]) -> None:
             setattr(args, name, convert(kind, env, text))
 
 
+def refuse_renamed(option: str) -> None:
+    """The draft option spellings this build does not take (ArgError, as llama.cpp)."""
+    if BUILD < RENAMED_SINCE and option in NEW_NAMES:
+        raise ArgError(f"error: invalid argument: {option}")
+    if BUILD >= RENAMED_SINCE and option in REMOVED:
+        raise ArgError(REMOVED_MESSAGE.format(option))
+
+
 def parse_args(argv: list[str]) -> ServerArgs:
     """Parse llama-server's argv (ArgError for a value it rejects)."""
     args, given = ServerArgs(), set()
@@ -132,6 +159,7 @@ def parse_args(argv: list[str]) -> ServerArgs:
         raw = argv[i]
         option, has_inline, inline = raw.partition("=")
         spec = OPTIONS.get(option if option.startswith("--") else raw)
+        refuse_renamed(option if option.startswith("--") else raw)
         if spec is None:
             args.extra.append(raw)
             nxt = argv[i + 1] if i + 1 < len(argv) else None

@@ -231,6 +231,27 @@ def number(value: float) -> str:
     return f"{value:g}"
 
 
+def spec_counters(totals: dict[str, int]) -> tuple[tuple[str, str, float], ...]:
+    """llama-server's speculative counters (newer builds' names, as b11434 exports them)."""
+    return (
+        (
+            "spec_decode_num_draft_tokens_total",
+            "Speculative: Total draft tokens generated",
+            totals["draft_tokens"],
+        ),
+        (
+            "spec_decode_num_accepted_tokens_total",
+            "Speculative: Total draft tokens accepted by the target model",
+            totals["accepted"],
+        ),
+        (
+            "spec_decode_num_drafts_total",
+            "Speculative: Total speculative decoding verification steps",
+            totals["drafts"],
+        ),
+    )
+
+
 def metrics(state: LlamaState) -> str:
     """/metrics (llama-server started with --metrics)."""
     sched = state.sched
@@ -252,6 +273,8 @@ def metrics(state: LlamaState) -> str:
             state.busy_sum / max(state.n_decode, 1),
         ),
     )
+    if state.info.get("draft"):
+        counters += spec_counters(state.spec_totals)
     gauges = (
         (
             "prompt_tokens_seconds",

@@ -47,6 +47,15 @@ class LlamaState:
         self.n_decode = 0
         self.busy_sum = 0
         self.started = int(time.time())
+        self.spec_totals = {"draft_tokens": 0, "accepted": 0, "drafts": 0}
+
+    def add_spec(self, spec: SpecDecode | None) -> None:
+        """One finished request's draft counts, into /metrics' spec_decode counters."""
+        if spec is None:
+            return
+        with self.lock:
+            for key in self.spec_totals:
+                self.spec_totals[key] += getattr(spec, key)
 
     def take_slot(self) -> tuple[int, int]:
         """The lowest free slot id and a new task id."""
@@ -227,6 +236,7 @@ class Handler(JsonHandler):
         except EngineDead:
             return
         finish = "length" if limit and len(words) >= limit else "stop"
+        state.add_spec(spec)
         timings = replies.timings(prompt, prompt_s, len(words), decode_s, spec)
         log_timing(slot_id, task, prompt, prompt_s, len(words), decode_s, spec)
         if idle:

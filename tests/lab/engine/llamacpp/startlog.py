@@ -12,12 +12,13 @@ from __future__ import annotations
 import sys
 from collections import Counter
 
+from .args import BUILD as BUILD_NUMBER
 from .args import ServerArgs
 from .gguf import GGML_TYPES, GgufFile, Value
 from .layout import Device, Layout
 
 MiB, GiB = 1 << 20, 1 << 30
-BUILD = "6100 (fleetlab)"
+BUILD = f"{BUILD_NUMBER} (fleetlab)"
 COMPILER = "cc (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0 for x86_64-linux-gnu"
 MAX_VALUE_LEN = 40
 FILE_TYPES = {
