@@ -117,7 +117,7 @@ def gguf_seat(devbox: Devbox) -> str:
     return (
         f"host: devbox\ngpus: []\nengine: llama.cpp\nimage: {llamacpp.IMAGE}:{llamacpp.TAG}\n"
         f"model: {devbox.models['gguf']}\nserved_name: {GGUF}\ncontext: 1024\nparallel: 2\n"
-        f"port: {GGUF_PORT}\nextra_args: [{args}]\naliases: []\n"
+        f"port: {GGUF_PORT}\nextra_args: [{args}]\naliases: [{GGUF}]\n"
     )
 
 
