@@ -9,14 +9,18 @@
   vllm.entrypoints.openai.api_server ...` or the venv's `vllm serve ...`), its caches and
   temporary files under CACHE/vllm-run, never in ~/.cache or /tmp;
 - `import_image(docker_host)`: the real engine image, `docker import`-ed: a rootfs of
-  python3.11 (tests/lab/image.py's), the venv, the libraries they load and busybox,
-  cached as a tar under CACHE, with the entrypoint and environment of upstream's
-  docker/Dockerfile.cpu (`vllm serve`, /opt/venv on PATH, libiomp5 preloaded, WORKDIR
-  /vllm-workspace). The venv keeps its own path in the image and /opt/venv links to it.
+  python3.11 with its whole standard library (vLLM imports sqlite3), the venv, busybox,
+  `lscpu` (the CPU worker runs it) and the libraries they load, cached as a tar under
+  CACHE, with the entrypoint and environment of upstream's docker/Dockerfile.cpu (`vllm
+  serve`, /opt/venv on PATH, libiomp5 preloaded, WORKDIR /vllm-workspace). The venv
+  keeps its own path in the image and /opt/venv links to it.
 
-A seat on the image needs SEAT_ARGS (no C++ compiler in the image, so no compiled graphs)
-and a KV budget: vLLM on the CPU refuses to start without one (`--kv-cache-memory-bytes`
-KV_CACHE_BYTES, or VLLM_CPU_KVCACHE_SPACE in GiB).
+A seat on the image needs SEAT_ARGS (no C++ compiler in the image, so no compiled
+graphs), a KV budget (vLLM on the CPU refuses to start without one:
+`--kv-cache-memory-bytes` KV_CACHE_BYTES, or VLLM_CPU_KVCACHE_SPACE in GiB) and more
+shared memory than docker's 64 MiB default (`Insufficient space in /dev/shm`; fleet's
+compose files give `ipc: host`). Everything but the constants needs INSTALLED: check with
+`tests.lab.real.require(INSTALLED, "vLLM")` first.
 """
 
 from __future__ import annotations
