@@ -2,14 +2,16 @@
 real vLLM CPU build and the real llama-server, each in its real image, serving tiny models.
 
 fleet treats them as any seat: a llama-server seat applied behind the health gate, changed
-(recreated: a CPU seat), benched through the gateway, drained and removed; a vLLM
-container started by hand (`--ipc host`, as vLLM's docs run it), adopted by `fleet
-import` in place (plan 0, the same container), then changed: taken over under fleet's
-project behind the health gate; the inventory's facts as the engines' own APIs state
-them (vLLM's /v1/models and cache_config_info, llama-server's /props and /slots). Then
-the loop's bench (`reconcile.bench`) of the vLLM seat through the gateway: a CPU quota on
-its container (`docker update --cpus`) raises the regression within two intervals, and
-lifting it clears it.
+(recreated: a CPU seat) and benched through the gateway; a vLLM container started by hand
+(`--ipc host`, as vLLM's docs run it; ngram speculative decoding), adopted by `fleet
+import` in place (plan 0, the same container), then changed (context, no drafting) and
+routed: taken over under fleet's project behind the health gate; the inventory's facts as
+the engines' own APIs state them (vLLM's /v1/models and cache_config_info, llama-server's
+/props, /slots and /v1/models). Then the loop's bench (`reconcile.bench`): a CPU quota on
+the llama-server seat's container (`docker update --cpus`) raises the regression within
+two intervals, and lifting it clears it (the tiny Llama's random tokens are mostly
+bytes its detokenizer holds back, so a vLLM stream's pace swings tenfold: no baseline to
+hold it to). Last the llama-server seat is drained and removed.
 
 vLLM starts twice (a minute of CPU each here): the hand-made container loads while the
 llama-server seat (up in a second) is applied and changed. Skipped, with the reason,
@@ -47,6 +49,7 @@ VLLM_PORT, GGUF_PORT = 8090, 8091
 BY_HAND = "tiny-by-hand"  # the hand-made vLLM container, and the seat import names after it
 GGUF = "real-gguf"
 BENCH = "reconcile: {suspend: true, bench: {interval: 10s}}\n"
+NGRAM = {"method": "ngram", "num_speculative_tokens": 3}  # drafts from the prompt: no drafter
 
 
 def engines() -> tuple[Any, Any]:
@@ -93,6 +96,8 @@ def start_vllm_by_hand(lab: Lab, devbox: Devbox) -> None:
         "2048",
         "--kv-cache-memory-bytes",
         str(vllm.KV_CACHE_BYTES),
+        "--speculative-config",
+        json.dumps(NGRAM, separators=(",", ":"), sort_keys=True),
         *vllm.SEAT_ARGS,
     )
     assert run.returncode == 0, run.stderr
@@ -191,6 +196,7 @@ def test_real_engines_apply_adopt_observe_bench_change_drain_and_remove(
     assert imported.returncode == 0, imported.stdout + imported.stderr
     seat_text = (out / "seats" / f"{BY_HAND}.yaml").read_text()
     assert "gpus: []" in seat_text and f"kv_cache_bytes: {vllm.KV_CACHE_BYTES}" in seat_text
+    assert 'speculative: {"method": "ngram", "num_tokens": 3}' in seat_text, seat_text
     (repo.desired / "seats" / f"{BY_HAND}.yaml").write_text(seat_text)
     repo.commit("adopt the hand-made vLLM seat")
     assert repo.fleet("validate").returncode == 0
@@ -210,6 +216,7 @@ def test_real_engines_apply_adopt_observe_bench_change_drain_and_remove(
     assert found[BY_HAND]["kv_cache_tokens"] == int(cache["kv_cache_size_tokens"])
     assert found[BY_HAND]["concurrency"] == float(cache["kv_cache_max_concurrency"])
     assert found[BY_HAND]["gpus"] == [] and found[BY_HAND]["architecture"] == "LlamaForCausalLM"
+    assert (found[BY_HAND]["speculative"] or "").startswith("ngram"), found[BY_HAND]
     gguf = f"http://{devbox.address}:{GGUF_PORT}"
     props, slots = get(f"{gguf}/props"), get(f"{gguf}/slots")
     assert found[GGUF]["concurrency"] == props["total_slots"] == len(slots) == 2
@@ -224,23 +231,24 @@ def test_real_engines_apply_adopt_observe_bench_change_drain_and_remove(
     assert measured["seat"] == GGUF and float(measured["decode_tok_s"]["median"]) > 0, measured
 
     # one commit: the vLLM seat changed (taken over under fleet's project, behind the health
-    # gate) and routed, the llama-server seat retired (drained, removed): one gateway change
-    repo.edit(f"seats/{BY_HAND}.yaml", "context: 2048", "context: 1024")
+    # gate) and routed: one gateway change
     path = repo.desired / "seats" / f"{BY_HAND}.yaml"
-    path.write_text(path.read_text() + "aliases: [real-vllm]\n")
-    repo.remove(f"seats/{GGUF}.yaml")
-    changed = apply(repo, "--prune")
+    lines = [ln for ln in path.read_text().splitlines() if not ln.startswith("speculative:")]
+    text = "\n".join(lines).replace("context: 2048", "context: 1024")
+    path.write_text(text + "\naliases: [real-vllm]\n")
+    repo.commit("tiny-by-hand: 1,024 tokens, no drafting, routed")
+    changed = apply(repo)
     assert f"devbox: seat {BY_HAND} healthy: serves {vllm.SERVED_NAME}" in changed
-    assert f"drain seat {GGUF}" in changed
+    assert "on the CPU" in changed
     names = lab.docker("devbox", "ps", "-a", "--format", "{{.Names}}").stdout.split()
-    assert names == [f"fleet-devbox-{BY_HAND}-1"]  # the hand-made one gone, and the other
+    assert sorted(names) == sorted([f"fleet-devbox-{BY_HAND}-1", f"fleet-devbox-{GGUF}-1"])
     assert get(f"{base}/v1/models")["data"][0]["max_model_len"] == 1024
     assert repo.fleet("plan").returncode == 0  # in sync
 
 
 def quota(lab: Lab, cpus: float) -> None:
-    """A CPU quota on the vLLM seat's container, live (`docker update --cpus`)."""
-    done = lab.docker("devbox", "update", "--cpus", f"{cpus:g}", f"fleet-devbox-{BY_HAND}-1")
+    """A CPU quota on the llama-server seat's container, live (`docker update --cpus`)."""
+    done = lab.docker("devbox", "update", "--cpus", f"{cpus:g}", f"fleet-devbox-{GGUF}-1")
     assert done.returncode == 0, done.stderr
 
 
@@ -257,23 +265,23 @@ def test_the_loop_warns_when_a_cpu_quota_slows_a_real_seat_and_clears_when_lifte
     loop = start_loop(repo, "--interval", "2", "--listen", f"127.0.0.1:{free_port()}")
     unlimited = float(os.cpu_count() or 1)  # `--cpus 0` leaves the quota as it was
     try:
-        wait_for(lambda: loop_events(loop_log(loop), "bench", seat=BY_HAND), 60, "a measurement")
-        seen = len(loop_events(loop_log(loop), "bench", seat=BY_HAND))
-        raised = len(loop_events(loop_log(loop), "bench-regression", seat=BY_HAND))
+        wait_for(lambda: loop_events(loop_log(loop), "bench", seat=GGUF), 60, "a measurement")
+        seen = len(loop_events(loop_log(loop), "bench", seat=GGUF))
+        raised = len(loop_events(loop_log(loop), "bench-regression", seat=GGUF))
         quota(lab, 0.5)  # a fifth of its pace or less here: critical, or at least a warning
         warned = wait_for(
-            lambda: loop_events(loop_log(loop), "bench-regression", seat=BY_HAND)[raised:],
+            lambda: loop_events(loop_log(loop), "bench-regression", seat=GGUF)[raised:],
             60,  # two intervals, a sweep under way, the slowed one itself and the cycles
             "the regression within two intervals",
         )[-1]  # type: ignore[index]
         assert warned["level"] in ("warning", "critical"), warned
         assert "below its baseline" in warned["message"], warned
-        after = [e["regression"] for e in loop_events(loop_log(loop), "bench", seat=BY_HAND)]
+        after = [e["regression"] for e in loop_events(loop_log(loop), "bench", seat=GGUF)]
         assert warned["level"] in after[seen : seen + 2], after  # the next or the one after
-        cleared = len(loop_events(loop_log(loop), "bench-restored", seat=BY_HAND))
+        cleared = len(loop_events(loop_log(loop), "bench-restored", seat=GGUF))
         quota(lab, unlimited)
         restored = wait_for(
-            lambda: loop_events(loop_log(loop), "bench-restored", seat=BY_HAND)[cleared:],
+            lambda: loop_events(loop_log(loop), "bench-restored", seat=GGUF)[cleared:],
             60,
             "the regression cleared",
         )[-1]  # type: ignore[index]
@@ -284,3 +292,13 @@ def test_the_loop_warns_when_a_cpu_quota_slows_a_real_seat_and_clears_when_lifte
     finally:
         quota(lab, unlimited)
         stop_loop(loop)
+
+
+def test_a_real_seat_drains_and_goes(real_fleet: FleetRepo) -> None:
+    repo, lab = real_fleet, real_fleet.lab
+    repo.remove(f"seats/{GGUF}.yaml")
+    removed = apply(repo, "--prune")
+    assert f"drain seat {GGUF}" in removed
+    names = lab.docker("devbox", "ps", "-a", "--format", "{{.Names}}").stdout.split()
+    assert names == [f"fleet-devbox-{BY_HAND}-1"]
+    assert repo.fleet("plan").returncode == 0  # in sync
