@@ -175,7 +175,7 @@ def cache_config(base: str) -> dict[str, str]:
     return {k: v.strip('"') for k, v in (item.split("=", 1) for item in inner.split('",'))}
 
 
-def test_real_engines_apply_adopt_observe_bench_change_drain_and_remove(
+def test_real_engines_apply_adopt_observe_bench_and_change(
     real_fleet: FleetRepo, devbox: Devbox, tmp_path: Path
 ) -> None:
     repo, lab = real_fleet, real_fleet.lab
