@@ -2,13 +2,13 @@
 
 A llama.cpp seat sizes its KV cache by its context: `--ctx-size` is the whole cache
 (`context` × `parallel` slots) and `--parallel` the number of slots, so each slot holds
-`context` tokens and concurrency (KV cells / context) is the number of slots. There is no
-KV byte budget or memory fraction to render. Speculative decoding drafts with a separate
-GGUF model: `--spec-draft-model`, `--spec-draft-n-max k` on the builds that have them
-(b8960 on), `--model-draft`, `--draft-max k` on older ones, as the seat's image tag
-names its build (`argv.draft_flags`). `fleet.engines.llamacpp.argv` reads either spelling
-back; the startup log is read by `fleet.engines.llamacpp.log` and reported in the
-engine-neutral `EngineReport`.
+`context` tokens and concurrency (KV cells / context) is the number of slots. There is
+no KV byte budget or memory fraction to render. Speculative decoding drafts with a
+separate GGUF model: `--spec-type draft-simple --spec-draft-model M --spec-draft-n-max
+k` on the builds that have them (b8960 on), `--model-draft M --draft-max k` on older
+ones, as the seat's image tag names its build (`argv.draft_flags`).
+`fleet.engines.llamacpp.argv` reads either spelling back; the startup log is read by
+`fleet.engines.llamacpp.log` and reported in the engine-neutral `EngineReport`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from fleet.engines.base import MetricNames, SeatLine, Shape
 from fleet.engines.kv import KvSettings
 from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
-from fleet.engines.llamacpp.argv import draft_flags, image_build
+from fleet.engines.llamacpp.argv import draft_flags, image_build, without_draft_type
 from fleet.engines.llamacpp.argv import parse_args as parse_args
 from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
 from fleet.engines.metrics import named_counts
@@ -97,8 +97,7 @@ def render_args(seat: Seat) -> list[str]:
     ]
     spec = seat.speculative
     if spec is not None and spec.draft_model:
-        model_flag, count_flag = draft_flags(image_build(seat.image))
-        args += [model_flag, spec.draft_model, count_flag, str(spec.num_tokens)]
+        args += draft_flags(image_build(seat.image), spec.draft_model, spec.num_tokens)
     return args + list(seat.extra_args)
 
 
@@ -139,7 +138,11 @@ def observed_shape(args: EngineArgs) -> Shape:
         "context": args.ctx_size // parallel if args.ctx_size else None,
         "parallel": parallel,
         "speculative": speculative,
-        "extra_args": [a for a in mask_argv(args.extra) if a not in RENDERED_SWITCHES],
+        "extra_args": [
+            a
+            for a in mask_argv(without_draft_type(args.extra) if args.draft_model else args.extra)
+            if a not in RENDERED_SWITCHES
+        ],
     }
 
 

@@ -8,10 +8,14 @@ The draft options were renamed by llama.cpp's speculative-params refactor (PR #2
 merged 2026-04-28): `--model-draft` became `--spec-draft-model` (the old spelling and
 `-md` stay aliases) and `--draft-max` / `--draft` / `--draft-n` became
 `--spec-draft-n-max`; the old spellings of the count are refused from then on ("the
-argument has been removed", exit 1). Both spellings are read back; `draft_flags` gives
-the pair a build accepts. SPEC_DRAFT_SINCE is the first build with the new names, as
-near as the release dates place it (b8651 was 2026-04-03, b9174 2026-05-16, about 12
-builds a day): builds from it on get the new names, older ones the old.
+argument has been removed", exit 1). And a draft model alone no longer drafts: b11434
+loads it and logs `no implementations specified for speculative decoding` unless
+`--spec-type draft-simple` names the method (only MTP, DFlash and DSpark drafters are
+recognised from their GGUF). Both spellings are read back; `draft_flags` gives the flags
+a build needs, and a `--spec-type draft-simple` beside a draft model is fleet's own.
+SPEC_DRAFT_SINCE is the first build with the new names, as near as the release dates
+place it (b8651 was 2026-04-03, b9174 2026-05-16, about 12 builds a day): builds from it
+on get the new names, older ones the old.
 """
 
 from __future__ import annotations
@@ -49,6 +53,7 @@ OWN_FLAGS = frozenset({"-m", "-c", "--ctx-size", "-ngl", "--n-gpu-layers", "-np"
 SPEC_DRAFT_SINCE = 8960
 NEW_DRAFT_FLAGS = ("--spec-draft-model", "--spec-draft-n-max")
 OLD_DRAFT_FLAGS = ("--model-draft", "--draft-max")
+DRAFT_TYPE = ("--spec-type", "draft-simple")
 # `server-b6100`, `server-cuda-b6100`, `server-cuda13-b10548`, `full-b5000`, `b11434`
 _BUILD_TAG = re.compile(r"(?:^|-)b(\d+)$")
 
@@ -64,10 +69,29 @@ def image_build(image: str) -> int | None:
     return int(match.group(1)) if match else None
 
 
-def draft_flags(build: int | None) -> tuple[str, str]:
-    """The draft model's and the draft count's flags that `build` accepts; an unknown
-    build (a moving tag, an executable) is taken to be a current one."""
-    return OLD_DRAFT_FLAGS if build is not None and build < SPEC_DRAFT_SINCE else NEW_DRAFT_FLAGS
+def draft_flags(build: int | None, model: str, tokens: int) -> list[str]:
+    """The flags that make `build` draft `tokens` tokens with the draft model `model`;
+    an unknown build (a moving tag, an executable) is taken to be a current one."""
+    if build is not None and build < SPEC_DRAFT_SINCE:
+        return [OLD_DRAFT_FLAGS[0], model, OLD_DRAFT_FLAGS[1], str(tokens)]
+    return [*DRAFT_TYPE, NEW_DRAFT_FLAGS[0], model, NEW_DRAFT_FLAGS[1], str(tokens)]
+
+
+def without_draft_type(extra: tuple[str, ...]) -> tuple[str, ...]:
+    """The extra flags without fleet's own `--spec-type draft-simple` (either form)."""
+    out: list[str] = []
+    skip = False
+    for i, token in enumerate(extra):
+        if skip:
+            skip = False
+            continue
+        if token == f"{DRAFT_TYPE[0]}={DRAFT_TYPE[1]}":
+            continue
+        if token == DRAFT_TYPE[0] and extra[i + 1 : i + 2] == (DRAFT_TYPE[1],):
+            skip = True
+            continue
+        out.append(token)
+    return tuple(out)
 
 
 def detect(tokens: list[str]) -> int | None:

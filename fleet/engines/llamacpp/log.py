@@ -17,7 +17,9 @@ read as `N (commit)`. The KV cache's cells are the target's `llama_kv_cache: siz
 (C cells, L layers, S/N seqs)` (mid-2025 on): C cells in each of N streams (one per slot,
 one when the cache is unified), so C x N in all. With a draft model, 2026 builds trace the
 speculative implementation (`adding speculative implementation 'draft-simple'`) and its
-`- n_max=K, n_min=..., p_min=...` (`-lv 4`): `speculative_type` and `draft_max`.
+`- n_max=K, n_min=..., p_min=...` (`-lv 4`): `speculative_type` and `draft_max`; when
+they log `no implementations specified for speculative decoding` instead (a draft model
+without `--spec-type`), the drafter is loaded but never drafts: no speculative method.
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ _KV_CELLS = re.compile(
 )
 _SPEC_TYPE = re.compile(r"adding speculative implementation '([\w-]+)'")
 _SPEC_N_MAX = re.compile(r"- n_max=(\d+), n_min=")
+_NO_SPEC = "no implementations specified for speculative decoding"
 _MTP = re.compile(r"MTP draft head registered|--spec-type \S*mtp|spec_type = \S*mtp")
 _MODEL = re.compile(r"load_model: loading model '([^']*)'")
 _DRAFT = re.compile(r"loading draft model '([^']*)'")
@@ -126,6 +129,8 @@ def parse_llamacpp_log(text: str) -> LlamaCppReport:
             found["draft_model"] = match.group(1)
         if _MTP.search(line):
             found["mtp"] = "true"
+        if _NO_SPEC in line:
+            found["no_spec"] = "true"
         _collect(line, found)
         if "draft_model" not in found and "kv_size_mib" not in found:
             _collect_sizes(line, found, kv_buffers, model_buffers)
@@ -138,6 +143,8 @@ def parse_llamacpp_log(text: str) -> LlamaCppReport:
     report = _assemble(found, kv_buffers, model_buffers, tuple(errors))
     draft_mib = round(sum(b.mib for b in draft_buffers), 2) if draft_buffers else None
     method = "draft" if "draft_model" in found else "mtp" if "mtp" in found else None
+    if "no_spec" in found:
+        method = None  # a draft model loaded, but no method named: it never drafts
     return report.model_copy(
         update={"draft_kv_buffer_mib": draft_mib, "speculative_method": method}
     )

@@ -20,7 +20,14 @@ DRAFTED = CODER.replace(
     "num_tokens: 5}",
 )
 OLD = ["--model-draft", "/models/draft.gguf", "--draft-max", "5"]
-NEW = ["--spec-draft-model", "/models/draft.gguf", "--spec-draft-n-max", "5"]
+NEW = [
+    "--spec-type",
+    "draft-simple",
+    "--spec-draft-model",
+    "/models/draft.gguf",
+    "--spec-draft-n-max",
+    "5",
+]
 
 
 def drafted_seat(image: str) -> Seat:
@@ -60,7 +67,7 @@ def test_the_build_is_read_off_the_image_tag(image: str, build: int | None) -> N
 def test_render_names_the_draft_options_the_build_accepts(image: str, expected: list[str]) -> None:
     args = render_args(drafted_seat(image))
     start = args.index(expected[0])
-    assert args[start : start + 4] == expected
+    assert args[start : start + len(expected)] == expected
     refused = "--draft-max" if expected is NEW else "--spec-draft-n-max"
     assert refused not in args
 
@@ -93,4 +100,10 @@ def test_a_rendered_speculative_seat_is_in_sync_with_itself(image: str) -> None:
 
 
 def test_draft_flags_of_an_unknown_build_are_the_current_ones() -> None:
-    assert draft_flags(None) == ("--spec-draft-model", "--spec-draft-n-max")
+    assert draft_flags(None, "/models/draft.gguf", 5) == NEW
+
+
+def test_another_spec_type_stays_an_extra_flag() -> None:
+    flags = ["--spec-type", "ngram-mod", "--spec-draft-model", "/models/d.gguf"]
+    args = parse_args("llama.cpp", ["/app/llama-server"], ["-m", "/m.gguf", *flags])
+    assert observed_shape(args)["extra_args"] == ["--spec-type", "ngram-mod"]

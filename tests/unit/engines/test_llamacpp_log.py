@@ -2,13 +2,39 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
+from fleet.engines import engine_for
 from fleet.engines.llamacpp.log import DeviceBuffer, LlamaCppReport, parse_llamacpp_log
+from fleet.engines.report import SpeculativeFact
+from fleet.facts.engine_metrics import sum_samples
 from tests.conftest import CORPUS
+from tests.unit.engines.test_llamacpp_flags import drafted_seat
 from tests.unit.facts import samples
 
 LOGS = CORPUS / "llamacpp-logs"
+TINY = "/opt/fleet-lab/llama-server-b11434/models/tiny-llama-4l.gguf"
+TINY_DRAFT = "/opt/fleet-lab/llama-server-b11434/models/tiny-llama-draft-1l.gguf"
+TINY_LV4 = LlamaCppReport(
+    build="11434 (b11434)",
+    model_path=TINY,
+    arch="llama",
+    n_ctx_train=2048,
+    ctx_size=4096,
+    ctx_per_slot=2048,
+    parallel_slots=2,
+    kv_unified=False,
+    kv_cells=4096,
+    kv_buffer_mib=16.0,
+    kv_type_k="f16",
+    kv_type_v="f16",
+    kv_on_cpu=True,
+    model_size_gib=0.0354,
+    model_buffers=(DeviceBuffer(device="CPU_Mapped", mib=36.26),),
+    listen_url="http://127.0.0.1:58037",
+)
 
 CASES = [
     (
@@ -48,6 +74,51 @@ CASES = [
             parallel_slots=1,
             kv_unified=False,
             listen_url="http://127.0.0.1:18138",
+        ),
+    ),
+    (
+        # The real b11434 (the lab's build) at its default verbosity, 3: the slots and
+        # their context, no build, model size or KV cache line.
+        "b11434_cpu_tiny-llama-4l_verbosity3_np2.log",
+        LlamaCppReport(
+            model_path=TINY,
+            ctx_per_slot=2048,
+            parallel_slots=2,
+            kv_unified=False,
+            listen_url="http://127.0.0.1:47519",
+        ),
+    ),
+    (
+        "b11434_cpu_tiny-llama-4l_verbosity3_np2_draft-simple.log",
+        LlamaCppReport(
+            model_path=TINY,
+            ctx_per_slot=2048,
+            parallel_slots=2,
+            kv_unified=False,
+            draft_model=TINY_DRAFT,
+            speculative_method="draft",
+            listen_url="http://127.0.0.1:54413",
+        ),
+    ),
+    (
+        # -lv 4: the build is a trace (`common_params_print_info: build 11434 (b11434)`),
+        # the KV size line counts 2048 cells in each of 2 streams.
+        "b11434_cpu_tiny-llama-4l_lv4_np2.log",
+        TINY_LV4,
+    ),
+    (
+        # With a drafter: its KV cache (1 MiB) is its own; the implementation and its k
+        # are traced (`adding speculative implementation 'draft-simple'`, `- n_max=4`).
+        "b11434_cpu_tiny-llama-4l_lv4_np2_draft-simple.log",
+        TINY_LV4.model_copy(
+            update={
+                "draft_model": TINY_DRAFT,
+                "draft_kv_buffer_mib": 1.0,
+                "speculative_method": "draft",
+                "speculative_type": "draft-simple",
+                "draft_max": 4,
+                "listen_url": "http://127.0.0.1:57873",
+            }
         ),
     ),
 ]
@@ -268,3 +339,39 @@ def test_a_llama_server_seat_whose_log_shows_an_mtp_head_drafts_with_mtp() -> No
     assert seat.speculative == {"method": "mtp"}
     plain = observed_seat(container, engine=read_log(""), gpus=(0,), vram_mib=1)
     assert plain.speculative is None
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("b11434_cpu_tiny-llama-4l_verbosity3_np2.log", (None, None, None, None)),
+        ("b11434_cpu_tiny-llama-4l_lv4_np2.log", ("11434 (b11434)", 4096, 2.0, None)),
+        (
+            "b11434_cpu_tiny-llama-4l_lv4_np2_draft-simple.log",
+            (
+                "11434 (b11434)",
+                4096,
+                2.0,
+                SpeculativeFact(method="draft", num_tokens=4, draft_model=TINY_DRAFT),
+            ),
+        ),
+    ],
+    ids=["verbosity3", "lv4", "lv4-draft"],
+)
+def test_the_engine_report_of_the_real_b11434(name: str, expected: tuple[object, ...]) -> None:
+    report = engine_for("llama.cpp").read_log((LOGS / name).read_text())
+    assert (
+        report.version,
+        report.kv_cache_tokens,
+        report.max_concurrency,
+        report.speculative,
+    ) == expected
+    assert report.max_model_len == 2048
+
+
+def test_bench_reads_the_real_spec_decode_counters(corpus: Path) -> None:
+    name = "b11434_cpu_tiny-llama-4l_np2_draft-simple_after-one-request.metrics.txt"
+    text = (corpus / "llamacpp-metrics" / name).read_text()
+    seat = drafted_seat("ghcr.io/ggml-org/llama.cpp:server-b11434")
+    counts = engine_for("llama.cpp").speculative_counts(sum_samples(text), seat)
+    assert counts == {"accepted": 0.0, "draft_tokens": 82.0, "drafts": 22.0}

@@ -10,7 +10,8 @@ The draft options follow llama.cpp's rename (PR #22397, b8960 as fleet places it
 stand-in's build, b6100, knows only `--model-draft` / `--draft-max` and refuses
 `--spec-draft-model` / `--spec-draft-n-max` as an unknown argument (exit 1), as the real
 b6100 does; a build from the rename on (FLEET_LAB_LLAMACPP_BUILD) takes the new names and
-refuses `--draft-max` with the real b11434's message.
+refuses `--draft-max` with the real b11434's message, and drafts with a draft model
+only when `--spec-type draft-simple` names the method (`drafts()`), as b11434.
 """
 
 from __future__ import annotations
@@ -74,6 +75,7 @@ RENAMED_SINCE = 8960
 NEW_NAMES: dict[str, tuple[str, str, str]] = {
     "--spec-draft-model": ("model_draft", "LLAMA_ARG_SPEC_DRAFT_MODEL", "str"),
     "--spec-draft-n-max": ("draft_max", "LLAMA_ARG_SPEC_DRAFT_N_MAX", "int"),
+    "--spec-type": ("spec_type", "LLAMA_ARG_SPEC_TYPE", "str"),
 }
 REMOVED = ("--draft", "--draft-n", "--draft-max")
 REMOVED_MESSAGE = (
@@ -98,6 +100,7 @@ class ServerArgs:
     n_gpu_layers: int = 0
     model_draft: str | None = None
     draft_max: int = 16
+    spec_type: str = "none"
     n_gpu_layers_draft: int | None = None
     ctx_size_draft: int = 0
     cache_type_k: str = "f16"
@@ -141,6 +144,14 @@ def from_env(args: ServerArgs, given: set[str]) -> None:
             setattr(args, name, on if kind == "flag" else not on)
         else:
             setattr(args, name, convert(kind, env, text))
+
+
+def drafts(args: ServerArgs) -> bool:
+    """Whether the server drafts with its draft model (a build after the rename needs
+    `--spec-type draft-simple`; before it, a draft model is enough)."""
+    if args.model_draft is None:
+        return False
+    return BUILD < RENAMED_SINCE or "draft-simple" in args.spec_type.split(",")
 
 
 def refuse_renamed(option: str) -> None:

@@ -28,7 +28,7 @@ from ..httpbase import make_server
 from ..scheduler import Scheduler, env_float
 from . import failures
 from . import startlog as log
-from .args import ArgError, ServerArgs, parse_args
+from .args import ArgError, ServerArgs, drafts, parse_args
 from .gguf import GgufError, GgufFile, read_gguf
 from .layout import Device, Layout, first_shortfall, n_vocab, plan_layout
 from .server import Handler, LlamaState
@@ -132,6 +132,8 @@ def load(args: ServerArgs, cuda: bool) -> tuple[GgufFile, Layout, Layout | None]
         ngl = args.n_gpu_layers if args.n_gpu_layers_draft is None else args.n_gpu_layers_draft
         held = {name: lay.gpu_bytes(name) for name in lay.gpus}
         _, draft = load_one(args.model_draft, dargs, ngl, devices_now(cuda, held), 1, 0.0)
+        if not drafts(args):
+            log.emit("spec common_specu: no implementations specified for speculative decoding")
     return gguf, lay, draft
 
 
@@ -162,7 +164,7 @@ def model_info(
         "model_id": args.alias or args.model,
         "n_ctx_slot": lay.n_ctx_seq,
         "slots": args.parallel,
-        "draft": args.model_draft if draft else None,
+        "draft": args.model_draft if draft and drafts(args) else None,
         "draft_max": args.draft_max,
         "meta": meta,
         "metrics_endpoint": args.metrics,
