@@ -158,13 +158,13 @@ def _weights_mib(host: ObservedHost, seat: Seat) -> int | None:
         and current.model == seat.model
         and current.engine
         and current.engine.weights_gib
-        and (current.tensor_parallel_size or 1) == len(seat.gpus)
+        and (current.tensor_parallel_size or 1) == seat.tp_size
     ):
         return int(current.engine.weights_gib * 1024)
     info = host.models.get(seat.model.rstrip("/"))
     if info is None or info.size_bytes is None:
         return None
-    return info.size_bytes // len(seat.gpus) // MIB
+    return info.size_bytes // seat.tp_size // MIB
 
 
 def _prediction_blockers(

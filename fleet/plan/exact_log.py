@@ -47,7 +47,7 @@ def kv_config(seat: Seat, total_mib: int | None) -> tuple[object, ...]:
     speculative = engine.desired_shape(seat)["speculative"]
     settings = engine.kv_settings(seat.extra_args, None)
     return _config(
-        seat.model, len(seat.gpus), seat.extra_args, speculative, budget, engine.KV_FLAGS, settings
+        seat.model, seat.tp_size, seat.extra_args, speculative, budget, engine.KV_FLAGS, settings
     )
 
 

@@ -113,5 +113,6 @@ def _judge_running(
     return Verdict(
         state=HealthState.HEALTHY,
         reason=f"serves {seat.served_name}, {tokens:,} KV tokens = "
-        f"{concurrency:.2f}x, on GPU {', '.join(map(str, seat.gpus))}",
+        f"{concurrency:.2f}x, "
+        + (f"on GPU {', '.join(map(str, seat.gpus))}" if seat.gpus else "on the CPU"),
     )

@@ -1,24 +1,29 @@
-"""A CPU seat's memory: a llama.cpp seat with `gpus: []` is checked against the host's RAM.
+"""A CPU seat's memory: a seat with `gpus: []` is checked against the host's RAM.
 
-Called by `fleet.plan.blockers` for seats that hold no GPU. The seat needs its GGUF
-file's size (llama.cpp maps the weights into RAM), its KV cache (per parallel slot: the
-context x the header's KV bytes per token of its full-attention layers, f16, plus what a
-slot holds whatever its context: sliding-window layers' window, linear-attention layers'
-state; `fleet.facts.gguf`) and a fixed overhead; the host offers what
-/proc/meminfo calls available, plus what the seat's own running engine would give back.
-Where a fact cannot be read, the blocker says so instead of guessing.
+Called by `fleet.plan.blockers` for seats that hold no GPU (llama.cpp, and vLLM's CPU
+build). The seat needs its model's size on disk (llama.cpp maps the GGUF into RAM, vLLM
+loads the safetensors), its KV cache (vLLM: kv_cache_bytes, what its CPU build reserves;
+llama.cpp: per parallel slot, the context x the header's KV bytes per token of its
+full-attention layers, f16, plus what a slot holds whatever its context: sliding-window
+layers' window, linear-attention layers' state; `fleet.facts.gguf`) and the engine's own
+overhead; the host offers what /proc/meminfo calls available, plus what the seat's own
+running engine would give back. Where a fact cannot be read, the blocker says so instead
+of guessing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
-from fleet.observed.models import ObservedHost
+from fleet.observed.models import ModelInfo, ObservedHost
 from fleet.plan.actions import Blocker
 from fleet.spec.models import Seat
 
 MIB = 1024**2
 CPU_OVERHEAD_MIB = 512  # llama-server's compute buffers and the process itself
+# vLLM's CPU build beside weights and KV: torch, the API server and the engine core
+# processes (a 2 MiB random-weight Llama with 256 MiB of KV held ~3 GB RSS in the lab)
+ENGINE_OVERHEAD_MIB = {"vllm": 2816}
 
 
 def ram_need_mib(host: ObservedHost, seat: Seat) -> int | None:
@@ -26,9 +31,17 @@ def ram_need_mib(host: ObservedHost, seat: Seat) -> int | None:
     info = host.models.get(seat.model.rstrip("/"))
     if info is None or info.size_bytes is None:
         return None
+    overhead = ENGINE_OVERHEAD_MIB.get(seat.engine, CPU_OVERHEAD_MIB)
+    return (info.size_bytes + kv_bytes(info, seat)) // MIB + overhead
+
+
+def kv_bytes(info: ModelInfo, seat: Seat) -> int:
+    """The seat's KV cache in RAM: its budget where it gives one, else its slots' tokens
+    (and what each slot holds whatever its context)."""
+    if seat.kv_cache_bytes is not None:
+        return seat.kv_cache_bytes
     per_slot = (info.kv_bytes_per_token or 0) * seat.context + info.kv_fixed_bytes
-    kv = per_slot * (seat.parallel or 1)
-    return (info.size_bytes + kv) // MIB + CPU_OVERHEAD_MIB
+    return per_slot * (seat.parallel or 1)
 
 
 def ram_blockers(host: ObservedHost, seat: Seat) -> Iterator[Blocker]:
@@ -37,7 +50,12 @@ def ram_blockers(host: ObservedHost, seat: Seat) -> Iterator[Blocker]:
     if need is None:
         yield Blocker(
             target=seat.name,
-            message=f"cannot size {seat.model} on {host.name}: its GGUF header was not read",
+            message=f"cannot size {seat.model} on {host.name}: "
+            + (
+                "its GGUF header was not read"
+                if seat.engine == "llama.cpp"
+                else "its size is unknown"
+            ),
         )
         return
     if host.memory_available_mib is None:
@@ -47,10 +65,10 @@ def ram_blockers(host: ObservedHost, seat: Seat) -> Iterator[Blocker]:
     if need > available:
         yield Blocker(
             target=seat.name,
-            message=f"needs ~{need:,} MiB of RAM on {host.name} (model, KV for "
-            f"{seat.context * (seat.parallel or 1):,} tokens, overhead), which has "
-            f"{available:,} MiB available of {host.memory_total_mib or 0:,} MiB: lower context "
-            "or parallel, or place it on a host with more memory",
+            message=f"needs ~{need:,} MiB of RAM on {host.name} ({_kv_text(seat)}, "
+            f"overhead), which has {available:,} MiB available of "
+            f"{host.memory_total_mib or 0:,} MiB: {_lower(seat)}, or place it on a host "
+            "with more memory",
         )
 
 
@@ -60,3 +78,15 @@ def _own_mib(host: ObservedHost, seat: Seat) -> int:
     if current is None or not current.container.running:
         return 0
     return ram_need_mib(host, seat) or 0
+
+
+def _kv_text(seat: Seat) -> str:
+    if seat.kv_cache_bytes is not None:
+        return f"model, KV {seat.kv_cache_bytes // MIB:,} MiB"
+    return f"model, KV for {seat.context * (seat.parallel or 1):,} tokens"
+
+
+def _lower(seat: Seat) -> str:
+    return (
+        "lower kv_cache_bytes" if seat.kv_cache_bytes is not None else "lower context or parallel"
+    )

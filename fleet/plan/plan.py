@@ -169,7 +169,7 @@ def _surge_blockers(desired: DesiredFleet, actions: list[Action]) -> list[Blocke
 
 def describe(seat: Seat) -> str:
     """One line a reviewer reads for a new seat: where, what, how big."""
-    gpus = ", ".join(map(str, seat.gpus))
+    gpus = f"GPU {', '.join(map(str, seat.gpus))}" if seat.gpus else "CPU"
     budget = (
         f"KV {format_bytes(seat.kv_cache_bytes)}"
         if seat.kv_cache_bytes is not None
@@ -178,7 +178,7 @@ def describe(seat: Seat) -> str:
     spec = seat.speculative
     drafting = f", {spec.method} k={spec.num_tokens}" if spec else ""
     return (
-        f"GPU {gpus}: {seat.model} as {seat.served_name}, context {seat.context:,}, "
+        f"{gpus}: {seat.model} as {seat.served_name}, context {seat.context:,}, "
         f"{budget}{drafting}, port {seat.port}, {seat.image}"
     )
 

@@ -102,7 +102,9 @@ class Basis(CoreModel):
     layout: KvLayout | None = None
     exact: EngineReport | None = Field(None, description="the log of this configuration")
     weights_mib: int | None = None
-    total_mib: int | None = Field(None, description="the smallest of the seat's GPUs")
+    total_mib: int | None = Field(
+        None, description="the smallest of the seat's GPUs (a CPU seat: the host's memory)"
+    )
     max_model_len: int | None = None
     max_model_len_source: str | None = None
     unknown: tuple[str, ...] = ()
@@ -211,6 +213,10 @@ def max_concurrency(basis: Basis, seat: Seat) -> float | None:
 
 
 def _total_mib(desired: DesiredFleet, host: ObservedHost, seat: Seat) -> tuple[int | None, str]:
+    if not seat.gpus:  # a CPU seat: the host's memory, from /proc/meminfo
+        if host.memory_total_mib is None:
+            return None, f"memory of {seat.host} is not known (/proc/meminfo not read)"
+        return host.memory_total_mib, ""
     totals = [gpu_total_mib(desired, host, g) for g in seat.gpus]
     if None in totals:
         return None, f"GPU memory of {seat.host} GPU {list(seat.gpus)} is not known"
@@ -222,7 +228,7 @@ def _layout(
 ) -> tuple[KvLayout | None, str]:
     """The KV layout from config.json facts, else from the summary observation keeps."""
     settings = _kv_settings(seat)
-    dtype, tp, pp = settings.dtype, len(seat.gpus), settings.pipeline_parallel
+    dtype, tp, pp = settings.dtype, seat.tp_size, settings.pipeline_parallel
     if facts is not None:
         layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)))
         return layout, "" if layout else f"config.json of {seat.model} is too thin to size KV"
@@ -251,7 +257,7 @@ def _draft_info(host: ObservedHost, seat: Seat) -> ModelInfo | None:
 
 def _weights_mib(host: ObservedHost, seat: Seat, info: ModelInfo | None) -> int | None:
     """Per-GPU weights: logged by a seat of the same model and parallel layout, else on disk."""
-    tp, pp = len(seat.gpus), _kv_settings(seat).pipeline_parallel
+    tp, pp = seat.tp_size, _kv_settings(seat).pipeline_parallel
     for live in sorted(host.seats, key=lambda s: (s.name != seat.name, s.name)):
         engine = live.engine
         same = (live.model or "").rstrip("/") == seat.model.rstrip("/")

@@ -22,7 +22,7 @@ def seat_layout(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> KvLa
     """The layout the seat's engine will build; None if config.json is too thin."""
     engine = engine_for(seat.engine)
     settings = engine.kv_settings(seat.extra_args, parse_image(seat.image).version)
-    dtype, tp = settings.dtype, len(seat.gpus)
+    dtype, tp = settings.dtype, seat.tp_size
     spec = seat.speculative
     extra = (
         drafter_layers(facts, spec.method, spec.draft_model is not None, draft, dtype, tp)

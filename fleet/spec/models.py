@@ -172,7 +172,8 @@ class Seat(CoreModel):
     name: str = Field(description="Seat name; equals the file name.")
     host: str = Field(description="Host the seat runs on.")
     gpus: tuple[int, ...] = Field(
-        description="GPU indices; >1 is tensor parallel; [] runs a llama.cpp seat on the CPU."
+        description="GPU indices; >1 is tensor parallel; [] runs on the CPU "
+        "(llama.cpp, vLLM's CPU build)."
     )
     engine: str = Field(
         "vllm", description="Engine kind: one of fleet's engine modules (vllm, llama.cpp, ...)."
@@ -226,6 +227,11 @@ class Seat(CoreModel):
     def band(self, default: ConcurrencyBand) -> ConcurrencyBand:
         """The band this seat is held to."""
         return self.concurrency_band or default
+
+    @property
+    def tp_size(self) -> int:
+        """How many ranks the engine splits the model over: its GPUs, one on the CPU."""
+        return max(len(self.gpus), 1)
 
     @property
     def second_port(self) -> int:

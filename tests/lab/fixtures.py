@@ -13,12 +13,14 @@ never touch each other, nor the demo's `.lab`.
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from . import devbox as devbox_host
 from . import nspawn, store
 from .lab import REPO, Lab
 
@@ -64,3 +66,24 @@ def model_store(lab: Lab) -> Iterator[store.ModelStore]:
         yield running
     finally:
         running.stop(lab)
+
+
+@pytest.fixture(scope="module")
+def devbox(request: pytest.FixtureRequest) -> Iterator[devbox_host.Devbox]:
+    """The lab's real-engine host (tests/lab/devbox.py: Docker, no GPU) with the real
+    vLLM CPU and llama-server images and their tiny models, up for one test module;
+    skipped (with the reason) unless both engines are wanted and installed, before the
+    lab comes up."""
+    from .real import CACHE, llamacpp, require, vllm
+
+    require(vllm.INSTALLED, "vLLM")
+    require(llamacpp.INSTALLED, "llama-server")
+    lab: Lab = request.getfixturevalue("lab")
+    models = {"vllm": vllm.model_dir(), "gguf": llamacpp.model_path()}
+    key = hashlib.sha256(f"{vllm.rootfs_tar()}\n{llamacpp.rootfs_tar()}".encode()).hexdigest()
+    images = (vllm.import_image, llamacpp.import_image)
+    running = devbox_host.start(lab, images, models, (CACHE, key[:12]))
+    try:
+        yield running
+    finally:
+        devbox_host.stop(lab, running)

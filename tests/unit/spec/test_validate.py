@@ -32,6 +32,14 @@ def test_example_fleet_is_valid() -> None:
     assert [str(p) for p in problems_after([])] == []
 
 
+def test_a_vllm_seat_on_the_cpu_with_a_kv_budget_in_bytes_is_valid() -> None:
+    edits = [
+        ("seats/coder.yaml", "gpus: [0]", "gpus: []"),
+        ("seats/coder.yaml", "gpu_memory_utilization: 0.02", "kv_cache_bytes: 256MiB"),
+    ]
+    assert [str(p) for p in problems_after(edits)] == []
+
+
 CASES = [
     # (id, edits, expected "path:line: severity: message" fragment)
     (
@@ -232,6 +240,12 @@ CASES = [
             ("seats/coder.yaml", "utilization: 0.02", "utilization: 0.3"),
         ],
         "error: gpu_memory_utilization on tower GPU 1 sums to 1.10 > 1.0 (char-rp 0.8, coder 0.3)",
+    ),
+    (
+        "vllm-on-the-cpu-by-fraction",
+        [("seats/coder.yaml", "gpus: [0]", "gpus: []")],
+        "desired/seats/coder.yaml:9: error: a vLLM seat on the CPU (gpus: []) has no GPU to take "
+        "a fraction of: give its KV cache in kv_cache_bytes",
     ),
     (
         "fraction-range",
