@@ -3,7 +3,7 @@
 Started for the test module that runs the real vLLM CPU build and the real llama-server
 in containers (`devbox` in tests/lab/fixtures.py), not by `up`: every other module runs
 the stand-ins and has no use for it, and its images take a while to import. Like tower
-it is sshd and its own dockerd in a mount namespace of its own (nominal 127.0.0.17,
+it is sshd and its own dockerd in a mount namespace of its own (nominal 127.0.0.18,
 number 7 of the slot's hosts), but it has no GPU and no nvidia-smi, as a workstation
 without a card. Its engine gets the real images through the engines' lab modules
 (`tests.lab.real.vllm.import_image`, `tests.lab.real.llamacpp.import_image`) and its
@@ -37,7 +37,7 @@ from .spec import SSH_PORT, HostSpec
 if TYPE_CHECKING:
     from .lab import Lab
 
-SPEC = HostSpec("devbox", "127.0.0.17", 7, image_tags=())
+SPEC = HostSpec("devbox", "127.0.0.18", 8, image_tags=())
 ROLES = ("sshd", "dockerd")  # stopped in this order
 ENGINE_CACHE = "devbox-engine-"
 
