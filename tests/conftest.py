@@ -36,10 +36,10 @@ LONGEST_FIRST = (
     "tests/integration/test_apply_lab.py",  # ~255 s
     "tests/integration/test_reconcile_lab.py",  # ~230 s
     "tests/integration/test_real_engines_lab.py",  # ~160 s (+30-100 s importing vLLM once)
+    "tests/integration/test_systemd.py",  # ~225 s with the lab up, loaded (surge ~45 s)
     "tests/integration/test_observe.py",  # ~155 s
     "tests/integration/test_bench_lab.py",  # ~125 s
     "tests/integration/test_apply_guards_lab.py",  # ~125 s
-    "tests/integration/test_systemd.py",  # ~225 s with the lab up, loaded (surge ~45 s)
     "tests/integration/test_real_vllm.py",  # ~90 s: one start of the real vLLM
     "tests/integration/test_gateway_bluegreen_lab.py",  # ~80 s before surge's cases
 )
