@@ -40,7 +40,6 @@ LONGEST_FIRST = (
     "tests/integration/test_observe.py",  # ~155 s
     "tests/integration/test_bench_lab.py",  # ~125 s
     "tests/integration/test_apply_guards_lab.py",  # ~125 s
-    "tests/integration/test_real_vllm.py",  # ~90 s: one start of the real vLLM
     "tests/integration/test_gateway_bluegreen_lab.py",  # ~80 s before surge's cases
 )
 

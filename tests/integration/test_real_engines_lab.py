@@ -3,15 +3,16 @@ real vLLM CPU build and the real llama-server, each in its real image, serving t
 
 fleet treats them as any seat: a llama-server seat applied behind the health gate, changed
 (recreated: a CPU seat) and benched through the gateway; a vLLM container started by hand
-(`--ipc host`, as vLLM's docs run it; ngram speculative decoding), adopted by `fleet
-import` in place (plan 0, the same container), then changed (context, no drafting) and
+(`--ipc host`, as vLLM's docs run it; ngram speculative decoding), held first to the
+log/API contract (tests/integration/real_vllm_checks.py: /health silent until ready, bench's
+acceptance off the real counters), adopted by `fleet import` in place (plan 0, the same container), then changed (context, no drafting) and
 routed: taken over under fleet's project behind the health gate; the inventory's facts as
 the engines' own APIs state them (vLLM's /v1/models and cache_config_info, llama-server's
 /props, /slots and /v1/models). Then the loop's bench (`reconcile.bench`): a CPU quota on
 the llama-server seat's container (`docker update --cpus`) raises the regression within
 two intervals, and lifting it clears it (the tiny Llama's random tokens are mostly
 bytes its detokenizer holds back, so a vLLM stream's pace swings tenfold: no baseline to
-hold it to). Last the llama-server seat is drained and removed.
+hold it to). Last both seats are drained and removed, one apply each.
 
 vLLM starts twice (a minute of CPU each here): the hand-made container loads while the
 llama-server seat (up in a second) is applied and changed. Skipped, with the reason,
@@ -22,7 +23,9 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +34,7 @@ import pytest
 
 from fleet.errors import FleetError
 from reconciler.adapters.http import request_url
+from tests.integration import real_vllm_checks
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.integration.test_reconcile_lab import (
     free_port,
@@ -116,6 +120,32 @@ def wait_healthy(lab: Lab, url: str, seconds: float) -> None:
     raise AssertionError(f"{url} not healthy after {seconds:.0f}s:\n{log.stdout}{log.stderr}")
 
 
+@dataclass
+class HealthWatch:
+    """/health of the hand-made vLLM, polled from its start until it answers 200: what it
+    answered before (a status, or `no answer` while nothing listens behind the port)."""
+
+    url: str
+    answers: list[str] = field(default_factory=list)
+    ready: threading.Event = field(default_factory=threading.Event)
+
+    def run(self, seconds: float = 420.0) -> None:
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            try:
+                status: int | None = request_url(self.url, timeout=5).status
+            except FleetError:
+                status = None
+            if status == 200:
+                self.ready.set()
+                return
+            self.answers.append("no answer" if status is None else str(status))
+            time.sleep(0.5)
+
+
+VLLM_HEALTH: list[HealthWatch] = []  # the module's one watch, started with the container
+
+
 def gguf_seat(devbox: Devbox) -> str:
     _, llamacpp = engines()
     args = ", ".join(json.dumps(a) for a in llamacpp.SEAT_ARGS)
@@ -136,6 +166,9 @@ def real_fleet(
     lab: Lab = request.getfixturevalue("lab")
     lab.reset()
     start_vllm_by_hand(lab, devbox)
+    watch = HealthWatch(f"http://{devbox.address}:{VLLM_PORT}/health")
+    threading.Thread(target=watch.run, daemon=True).start()
+    VLLM_HEALTH[:] = [watch]
     tmp = tmp_path_factory.mktemp("real-fleet")
     repo = make_repo(tmp, lab, seats=())
     address = devbox.address
@@ -189,7 +222,14 @@ def test_real_engines_apply_adopt_observe_bench_and_change(
     assert container_id(lab, f"fleet-devbox-{GGUF}-1") not in ("", gguf_id)  # recreated
 
     base = f"http://{devbox.address}:{VLLM_PORT}"
-    wait_healthy(lab, f"{base}/health", 300)
+    (watch,) = VLLM_HEALTH
+    watch.ready.wait(420)
+    wait_healthy(lab, f"{base}/health", 1)  # with the engine's log if it is not
+    assert watch.answers, "the engine was ready at once: nothing was observed"
+    assert set(watch.answers) == {"no answer"}  # no 503 phase: nothing listens until ready
+    logs = lab.docker("devbox", "logs", BY_HAND)
+    real_vllm_checks.check_contract(base, logs.stdout + logs.stderr)
+    real_vllm_checks.check_acceptance(base, real_vllm_checks.seat(VLLM_PORT))
     by_hand = container_id(lab, BY_HAND)
     out = tmp_path / "imported"
     imported = repo.fleet("import", "--host", "devbox", "--out", str(out))
@@ -294,11 +334,15 @@ def test_the_loop_warns_when_a_cpu_quota_slows_a_real_seat_and_clears_when_lifte
         stop_loop(loop)
 
 
-def test_a_real_seat_drains_and_goes(real_fleet: FleetRepo) -> None:
+def test_the_real_seats_drain_and_go(real_fleet: FleetRepo) -> None:
     repo, lab = real_fleet, real_fleet.lab
     repo.remove(f"seats/{GGUF}.yaml")
     removed = apply(repo, "--prune")
     assert f"drain seat {GGUF}" in removed
     names = lab.docker("devbox", "ps", "-a", "--format", "{{.Names}}").stdout.split()
     assert names == [f"fleet-devbox-{BY_HAND}-1"]
+    repo.remove(f"seats/{BY_HAND}.yaml")
+    removed = apply(repo, "--prune")
+    assert f"drain seat {BY_HAND}" in removed
+    assert lab.docker("devbox", "ps", "-a", "--format", "{{.Names}}").stdout.split() == []
     assert repo.fleet("plan").returncode == 0  # in sync

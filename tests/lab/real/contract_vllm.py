@@ -7,7 +7,7 @@ speculative config. The engine also reports each of them through its API: `/vers
 `kv_cache_size_tokens` and `kv_cache_max_concurrency` labels, and with speculative
 decoding the `vllm:spec_decode_*` counters, one per-position sample per speculative
 token). `mismatches` lists where the two disagree; it is pure, so the same function holds
-the real engine (tests/integration/test_real_vllm.py) and the lab's stand-in
+the real engine (tests/integration/real_vllm_checks.py) and the lab's stand-in
 (tests/unit/lab_engine/test_vllm_contract.py) to one contract.
 """
 

@@ -1,6 +1,6 @@
 """The vLLM stand-in keeps the contract the real vLLM keeps (tests/lab/real/contract_vllm.py):
 what fleet reads off its start-up log equals what its API reports, so it cannot drift
-from the real engine unseen. tests/integration/test_real_vllm.py holds the real one to it."""
+from the real engine unseen. tests/integration/real_vllm_checks.py holds the real one to it."""
 
 from __future__ import annotations
 
