@@ -4,15 +4,16 @@ real vLLM CPU build and the real llama-server, each in its real image, serving t
 fleet treats them as any seat: a llama-server seat applied behind the health gate, changed
 (recreated: a CPU seat) and benched through the gateway; a vLLM container started by hand
 (`--ipc host`, as vLLM's docs run it; ngram speculative decoding), held first to the
-log/API contract (tests/integration/real_vllm_checks.py: /health silent until ready, bench's
-acceptance off the real counters), adopted by `fleet import` in place (plan 0, the same container), then changed (context, no drafting) and
-routed: taken over under fleet's project behind the health gate; the inventory's facts as
-the engines' own APIs state them (vLLM's /v1/models and cache_config_info, llama-server's
-/props, /slots and /v1/models). Then the loop's bench (`reconcile.bench`): a CPU quota on
-the llama-server seat's container (`docker update --cpus`) raises the regression within
-two intervals, and lifting it clears it (the tiny Llama's random tokens are mostly
-bytes its detokenizer holds back, so a vLLM stream's pace swings tenfold: no baseline to
-hold it to). Last both seats are drained and removed, one apply each.
+log/API contract (tests/integration/real_vllm_checks.py: /health silent until ready,
+bench's acceptance off the real counters), adopted by `fleet import` in place (plan 0,
+the same container), then changed (context, no drafting) and routed: taken over under
+fleet's project behind the health gate; the inventory's facts as the engines' own APIs
+state them (vLLM's /v1/models and cache_config_info, llama-server's /props, /slots and
+/v1/models). Then the loop's bench (`reconcile.bench`): a CPU quota on the llama-server
+seat's container (`docker update --cpus`) raises the regression within two intervals, and
+lifting it clears it (the tiny Llama's random tokens are mostly bytes its detokenizer
+holds back, so a vLLM stream's pace swings tenfold: no baseline to hold it to). Last both
+seats are drained and removed, one apply each.
 
 vLLM starts twice (a minute of CPU each here): the hand-made container loads while the
 llama-server seat (up in a second) is applied and changed. Skipped, with the reason,
