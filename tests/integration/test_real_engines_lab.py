@@ -303,30 +303,47 @@ def test_the_loop_warns_when_a_cpu_quota_slows_a_real_seat_and_clears_when_lifte
     baseline = repo.fleet("bench", "--write", "--via", "gateway")
     assert baseline.returncode == 0, baseline.stdout + baseline.stderr
     git.Repo(repo.root).git.push("origin", "HEAD:main")  # the committed baseline
-    loop = start_loop(repo, "--interval", "2", "--listen", f"127.0.0.1:{free_port()}")
+    # Cycles every 10 s, not 2: the loop's own observing shares the two cores with the
+    # proxy the bench streams through, and the committed baseline was measured without it.
+    loop = start_loop(repo, "--interval", "10", "--listen", f"127.0.0.1:{free_port()}")
     unlimited = float(os.cpu_count() or 1)  # `--cpus 0` leaves the quota as it was
+
+    def measured() -> list[dict[str, Any]]:
+        return loop_events(loop_log(loop), "bench", seat=GGUF)
+
     try:
-        wait_for(lambda: loop_events(loop_log(loop), "bench", seat=GGUF), 60, "a measurement")
-        seen = len(loop_events(loop_log(loop), "bench", seat=GGUF))
-        raised = len(loop_events(loop_log(loop), "bench-regression", seat=GGUF))
-        quota(lab, 0.5)  # a fifth of its pace or less here: critical, or at least a warning
-        warned = wait_for(
-            lambda: loop_events(loop_log(loop), "bench-regression", seat=GGUF)[raised:],
-            60,  # two intervals, a sweep under way, the slowed one itself and the cycles
-            "the regression within two intervals",
-        )[-1]  # type: ignore[index]
-        assert warned["level"] in ("warning", "critical"), warned
-        assert "below its baseline" in warned["message"], warned
-        after = [e["regression"] for e in loop_events(loop_log(loop), "bench", seat=GGUF)]
-        assert warned["level"] in after[seen : seen + 2], after  # the next or the one after
+        wait_for(measured, 90, "a measurement")
+        seen = len(measured())
+        # The tiny model decodes ~1,500 tok/s on a core, and through the gateway bench sees
+        # what the proxy streams (60-700 tok/s here, by how busy the machine is): half a
+        # core still outruns it. A tenth is below it: critical, or at least a warning (a
+        # fiftieth stalls a measurement for minutes).
+        quota(lab, 0.1)
+        slowed = wait_for(
+            lambda: [e for e in measured()[seen:] if e["regression"]],
+            150,  # a sweep under way, then the slowed ones (3 x 256 tokens each)
+            "a measurement below the baseline",
+        )[0]  # type: ignore[index]
+        level = slowed["regression"]
+        assert level in ("warning", "critical"), slowed
+        assert measured().index(slowed) < seen + 2, measured()  # the next or the one after
+        wait_for(  # a finding, an event and a webhook post, logged after the measurement
+            lambda: [
+                e
+                for e in loop_events(loop_log(loop), "bench-regression", seat=GGUF)
+                if e["level"] == level
+            ],
+            30,
+            f"the {level} event",
+        )
         cleared = len(loop_events(loop_log(loop), "bench-restored", seat=GGUF))
         quota(lab, unlimited)
         restored = wait_for(
             lambda: loop_events(loop_log(loop), "bench-restored", seat=GGUF)[cleared:],
-            60,
+            240,  # a slowed measurement may be under way (a minute or more at a tenth of a core)
             "the regression cleared",
         )[-1]  # type: ignore[index]
-        assert restored["was"] == warned["level"]
+        assert restored["was"] in ("warning", "critical"), restored
     except AssertionError as failure:
         tail = "".join(loop_log(loop)[-40:])
         raise AssertionError(f"{failure}\n--- the loop said:\n{tail}") from failure

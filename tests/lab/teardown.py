@@ -158,11 +158,15 @@ def procs_read(path: Path) -> str:
 
 
 def kill_leftovers(state: LabState, plan: Footprint) -> None:
-    """Anything still in the hosts' namespaces or containers is the lab's: kill it."""
+    """Anything still in the hosts' namespaces or containers is the lab's: kill it, and
+    look again (a container's shim can start a process while the first ones die)."""
     roots = {Path(host["root"]) for host in state.hosts.values()}
-    leftovers = procs.pids_in_namespaces(set(plan.namespaces), roots)
-    leftovers += container_pids(container_ids(state))
-    procs.stop(sorted(set(leftovers)), timeout=3.0)
+    for _ in range(3):
+        leftovers = procs.pids_in_namespaces(set(plan.namespaces), roots)
+        leftovers += container_pids(container_ids(state))
+        if not leftovers:
+            return
+        procs.stop(sorted(set(leftovers)), timeout=3.0)
 
 
 def delete_bridges(plan: Footprint) -> None:
