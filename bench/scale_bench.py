@@ -1,8 +1,8 @@
 """Benchmark the pure core at fleet scale: load+validate, plan and inventory of N seats.
 
-For each size it generates a synthetic fleet in memory: hosts of 8 GPUs with 8 seats each
-(one GPU a seat), 2 aliases per seat, a gateway config that routes every alias, and an
-Observation in sync built as the plan tests build one (`tests.unit.plan.fakes.in_sync`).
+For each size it generates a synthetic fleet in memory (`bench.synthetic_fleet`: hosts of
+8 GPUs with 8 seats each, one GPU a seat, 2 aliases per seat, a gateway config that routes
+every alias) and the Observation of that fleet in sync, from the benchmark's own templates.
 Then it times each stage once, wall and CPU side by side, with the time per seat so that
 linear growth shows as a flat last column:
 - load + validate: `load_fleet` and `validate_fleet` of the seat, host and fleet files;
@@ -25,6 +25,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from bench.synthetic_fleet import desired_files, in_sync
 from fleet.gateways.litellm.config import read_config
 from fleet.observed.models import Observation
 from fleet.plan.plan import make_plan
@@ -33,85 +34,6 @@ from fleet.report.inventory_text import render_markdown
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet
 from fleet.spec.validate import validate_fleet
-from tests.unit.plan.fakes import in_sync
-
-GPUS_PER_HOST = 8
-GPU = "NVIDIA RTX PRO 6000 Blackwell Workstation Edition"
-
-FLEET = """\
-# Fleet-wide settings and defaults.
-name: bench-fleet
-concurrency_band: {min: 1.2, max: 2.5}
-images:
-  floating_tags: [latest, nightly, main]
-  digest: ignore
-"""
-
-HOST = """\
-# GPU host {index}.
-ssh:
-  alias: {name}
-address: 10.{high}.{low}.1
-publish_address: 10.{high}.{low}.1
-gpus:
-{gpus}
-compose_dir: /srv/fleet
-models_root: /models
-"""
-
-SEAT = """\
-# Seat {index}: one GPU, a KV budget, MTP drafting.
-host: {host}
-gpus: [{gpu}]
-engine: vllm
-image: vllm/vllm-openai:v0.18.0
-model: /models/Model-{index}
-served_name: {name}
-context: 32768
-kv_cache_bytes: 10GiB
-speculative:
-  method: mtp
-  num_tokens: 3
-port: {port}
-aliases: [{name}, {name}-chat]
-"""
-
-GATEWAY = """\
-# The LiteLLM proxy.
-host: gateway
-config_path: /etc/litellm/config.yaml
-url: http://10.255.255.1:4000
-master_key: ${LITELLM_MASTER_KEY}
-restart:
-  command: fleet-gateway-restart
-provider_prefix: hosted_vllm/
-alias_params:
-  s00000: {max_tokens: 256, temperature: 0.2}
-fallbacks:
-  s00000: [s00001]
-retired_aliases: [old-alias]
-"""
-
-
-def desired_files(seats: int) -> dict[str, str]:
-    """The text of every desired/ file of a fleet of `seats` seats."""
-    hosts = -(-seats // GPUS_PER_HOST)
-    files = {"fleet.yaml": FLEET, "gateway.yaml": GATEWAY}
-    files["hosts/gateway.yaml"] = "ssh:\n  alias: gateway\naddress: 10.255.255.1\ngpus: []\n"
-    gpus = "".join(
-        f"  - {{index: {i}, name: {GPU}, memory: 97887MiB}}\n" for i in range(GPUS_PER_HOST)
-    )
-    for h in range(hosts):
-        name = f"h{h:04d}"
-        files[f"hosts/{name}.yaml"] = HOST.format(
-            index=h, name=name, high=h // 250, low=h % 250, gpus=gpus.rstrip("\n")
-        )
-    for s in range(seats):
-        host, gpu = divmod(s, GPUS_PER_HOST)
-        files[f"seats/s{s:05d}.yaml"] = SEAT.format(
-            index=s, host=f"h{host:04d}", gpu=gpu, name=f"s{s:05d}", port=8000 + gpu
-        )
-    return files
 
 
 def timed(stage: Callable[[], Any], without_gc: bool = False) -> tuple[Any, float, float]:

@@ -15,18 +15,19 @@ same-mtime corruption leaves.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from fleet.base import Severity
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
-from fleet.spec.models import DesiredFleet
+from fleet.spec.models import DesiredFleet, Seat
 
 
-def desired_users(desired: DesiredFleet, host: str, path: str) -> list[str]:
-    """Seats of desired/ on this host that load or draft with the model at `path`."""
+def desired_users(on_host: Iterable[Seat], path: str) -> list[str]:
+    """Seats of desired/ on a host (`on_host`: `DesiredFleet.seats_on`, or one entry of
+    `seats_by_host` when asking host after host) that load or draft with the model at `path`."""
     wanted = path.rstrip("/")
     users = []
-    for seat in desired.seats_on(host):
+    for seat in on_host:
         drafter = seat.speculative.draft_model if seat.speculative else None
         if wanted in {seat.model.rstrip("/"), (drafter or "").rstrip("/")}:
             users.append(seat.name)
@@ -41,7 +42,12 @@ def live_users(host: ObservedHost, path: str) -> list[str]:
 
 def users(desired: DesiredFleet, host: ObservedHost, path: str) -> list[str]:
     """Everything that uses the model: desired/ seats and live seat containers."""
-    return sorted(set(desired_users(desired, host.name, path)) | set(live_users(host, path)))
+    return host_users(desired.seats_on(host.name), host, path)
+
+
+def host_users(on_host: Iterable[Seat], host: ObservedHost, path: str) -> list[str]:
+    """`users`, given the desired/ seats on the host."""
+    return sorted(set(desired_users(on_host, path)) | set(live_users(host, path)))
 
 
 def to_rehash(info: ModelInfo, *, every: bool = False) -> list[str]:
@@ -86,12 +92,14 @@ def changes(info: ModelInfo) -> list[str]:
 
 def model_findings(desired: DesiredFleet, observation: Observation) -> Iterator[tuple[str, ...]]:
     """(kind, target, message, severity) of each unused or changed model."""
+    by_host = desired.seats_by_host()
     for host in sorted(observation.hosts.values(), key=lambda h: h.name):
         if not host.reachable:
             continue
+        on_host = by_host.get(host.name, [])
         for path, info in sorted(host.models.items()):
             target = f"{host.name}:{path}"
-            if not users(desired, host, path):
+            if not host_users(on_host, host, path):
                 size = f"{info.size_bytes} bytes" if info.size_bytes is not None else "size unknown"
                 yield (
                     "unused-model",

@@ -17,7 +17,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from fleet.base import CoreModel
-from fleet.observed.model_use import users
+from fleet.observed.model_use import host_users
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
 from fleet.render.model_fetch import fetches, temporary_path
 from fleet.spec.models import DesiredFleet
@@ -43,14 +43,16 @@ class ModelRow(CoreModel):
 def model_rows(desired: DesiredFleet, observation: Observation) -> list[ModelRow]:
     """A row per model on every reachable host, by host and path."""
     rows = []
+    by_host = desired.seats_by_host()
     for host in sorted(observation.hosts.values(), key=lambda h: h.name):
+        on_host = by_host.get(host.name, [])
         for path, info in sorted(host.models.items()):
             rows.append(
                 ModelRow(
                     host=host.name,
                     path=path,
                     size_bytes=info.size_bytes,
-                    seats=tuple(users(desired, host, path)),
+                    seats=tuple(host_users(on_host, host, path)),
                     lineage=_lineage(info),
                     last_used=_last_read(info),
                 )

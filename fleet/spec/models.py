@@ -336,6 +336,14 @@ class DesiredFleet(CoreModel):
         """Seats of one host, sorted by name."""
         return sorted((s for s in self.seats.values() if s.host == host), key=lambda s: s.name)
 
+    def seats_by_host(self) -> dict[str, list[Seat]]:
+        """`seats_on` of every host with seats, in one pass over the seats (asking
+        `seats_on` host after host scans the whole fleet each time)."""
+        by_host: dict[str, list[Seat]] = {}
+        for seat in sorted(self.seats.values(), key=lambda s: s.name):
+            by_host.setdefault(seat.host, []).append(seat)
+        return by_host
+
     def instance_name(self, seat: str) -> str:
         """The seat's instance (compose service): its name, `<name>-b` on its second port."""
         return f"{seat}{SECOND_COPY}" if seat in self.live_on_second else seat
