@@ -24,6 +24,10 @@ below and its name in `fleet.spec.models.RuntimeName`); what it does on a host (
 definition, start, stop, replace, remove, restart, read a log, find a port) is its adapter,
 `reconciler/runtimes/<name>.py` (`reconciler.runtimes.base.RuntimeAdapter`, one line in
 `reconciler.runtimes.ADAPTERS`).
+
+The fact scripts' modules are imported by `host_script` and `seat_script` when called:
+`fleet validate` needs the runtimes' rules, not their facts, and every module imported
+costs each start of the command line (`bench/startup_bench.py`).
 """
 
 from __future__ import annotations
@@ -31,9 +35,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping
 
 from fleet.engines import validate_fleet as validate_engines
-from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
-from fleet.facts.host_facts import host_entries
-from fleet.facts.script import script
 from fleet.runtimes.base import Runtime, SeatInstances
 from fleet.runtimes.compose import COMPOSE
 from fleet.runtimes.systemd import SYSTEMD
@@ -67,6 +68,10 @@ def host_script(
     """The fact script of a host: its GPUs, what its runtime reports of its seats, its
     models (and the sources of those a fetch would fill), its apply lock and journal
     (one round trip)."""
+    from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
+    from fleet.facts.host_facts import host_entries
+    from fleet.facts.script import script
+
     return script(
         (
             GPUS.entry(),
@@ -79,6 +84,9 @@ def host_script(
 
 def seat_script(host: Host, seat: str) -> str:
     """What the health gate reads about one seat on its host (one round trip)."""
+    from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
+    from fleet.facts.script import script
+
     return script((GPUS.entry(), GPU_PROCESSES.entry(), *runtime_for(host).seat_facts(seat)))
 
 

@@ -9,11 +9,14 @@ k` on the builds that have them (b8960 on), `--model-draft M --draft-max k` on o
 ones, as the seat's image tag names its build (`argv.draft_flags`).
 `fleet.engines.llamacpp.argv` reads either spelling back; the startup log is read by
 `fleet.engines.llamacpp.log` and reported in the engine-neutral `EngineReport`.
+The log module is imported when a log is first read (`read_log`, `explain`): `fleet
+validate` reads none, and every module imported costs each start of the command line.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
 from fleet.engines.base import MetricNames, SeatLine, Shape
 from fleet.engines.kv import KvSettings
@@ -21,7 +24,6 @@ from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import draft_flags, image_build, without_draft_type
 from fleet.engines.llamacpp.argv import parse_args as parse_args
-from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
 from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineError, EngineReport, ErrorKind, SpeculativeFact
 from fleet.facts.argv import EngineArgs
@@ -30,6 +32,9 @@ from fleet.spec.load import Sources
 from fleet.spec.models import Seat
 from fleet.spec.problems import Problem
 from fleet.spec.seat_rules import seat_file
+
+if TYPE_CHECKING:
+    from fleet.engines.llamacpp.log import LlamaCppReport
 
 NAME: str = "llama.cpp"
 LABEL: str = "llama-server"
@@ -197,6 +202,8 @@ def kv_settings(args: Sequence[str], version: tuple[int, ...] | None) -> KvSetti
 
 def explain(text: str) -> dict[str, object] | None:
     """`fleet explain log --json` for a llama-server log; None when it states nothing."""
+    from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
+
     report = parse_llamacpp_log(text)
     return report.to_explain_json() if report != LlamaCppReport() else None
 
@@ -208,6 +215,8 @@ def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float
 
 def read_log(text: str) -> EngineReport:
     """The facts a llama-server log states, in the engine-neutral report."""
+    from fleet.engines.llamacpp.log import parse_llamacpp_log  # on first use: see the docstring
+
     return as_engine_report(parse_llamacpp_log(text))
 
 

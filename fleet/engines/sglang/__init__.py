@@ -10,6 +10,8 @@ its KV pool by `--mem-fraction-static` (weights and KV pool together: a seat's
 algorithms, `--speculative-draft-model-path`. `--enable-metrics` is always rendered: it
 serves the `sglang:` Prometheus names drain, bench and the reconcile loop read
 (`srt/observability/metrics_collector.py` of SGLang 0.5.23).
+The log module is imported when a log is first read (`read_log`, `explain`): `fleet
+validate` reads none, and every module imported costs each start of the command line.
 """
 
 from __future__ import annotations
@@ -23,7 +25,6 @@ from fleet.engines.sglang.argv import MODULE
 from fleet.engines.sglang.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.sglang.argv import detect as detect
 from fleet.engines.sglang.argv import parse_args as parse_args
-from fleet.engines.sglang.log import read_log as read_log
 from fleet.engines.sglang.rules import check_seat as check_seat
 from fleet.facts.argv import EngineArgs
 from fleet.secrets import mask_argv
@@ -181,6 +182,13 @@ def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float
         "draft_tokens": verify * seat.speculative.num_tokens,
         "drafts": verify,
     }
+
+
+def read_log(text: str) -> EngineReport:
+    """The facts an SGLang startup log states."""
+    from fleet.engines.sglang import log  # on first use: see the docstring
+
+    return log.read_log(text)
 
 
 def explain(text: str) -> dict[str, object] | None:

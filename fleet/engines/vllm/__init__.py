@@ -6,6 +6,8 @@ implies; `fleet.engines.vllm.argv` reads it back. The startup log is read by
 `fleet.engines.vllm.log`, the offline seat rules are in `fleet.engines.vllm.rules`.
 `FLAG_SINCE` lists the flags fleet renders with the first vLLM release that accepts them
 (from vLLM's changelogs).
+The log module is imported when a log is first read (`read_log`, `explain`): `fleet
+validate` reads none, and every module imported costs each start of the command line.
 """
 
 from __future__ import annotations
@@ -20,7 +22,6 @@ from fleet.engines.vllm.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.vllm.argv import detect as detect
 from fleet.engines.vllm.argv import parse_args as parse_args
 from fleet.engines.vllm.kv import kv_settings as kv_settings
-from fleet.engines.vllm.log import parse_vllm_log
 from fleet.engines.vllm.rules import check_seat as check_seat
 from fleet.engines.vllm.speculative import lacks_mtp_layers as lacks_mtp_layers
 from fleet.facts.argv import EngineArgs
@@ -176,12 +177,14 @@ def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float
 
 def read_log(text: str) -> EngineReport:
     """The facts a vLLM startup log states."""
+    from fleet.engines.vllm.log import parse_vllm_log  # on first use: see the docstring
+
     return parse_vllm_log(text)
 
 
 def explain(text: str) -> dict[str, object] | None:
     """`fleet explain log --json` for a vLLM log; None when the log states nothing of vLLM."""
-    report = parse_vllm_log(text)
+    report = read_log(text)
     return report.to_explain_json() if report != EngineReport() else None
 
 
