@@ -41,8 +41,8 @@ SEATS = (
 )
 
 
-def write_desired(root: Path, lab: Lab) -> Path:
-    """A desired/ of every bench host with two seats each, and the gateway."""
+def write_desired(root: Path, lab: Lab, seated: list[str]) -> Path:
+    """A desired/ of every lab host, two seats on each `seated` host, and the gateway."""
     desired = root / "desired"
     (desired / "hosts").mkdir(parents=True)
     (desired / "seats").mkdir()
@@ -58,10 +58,10 @@ def write_desired(root: Path, lab: Lab) -> Path:
             f"ssh: {{alias: {host.name}}}\naddress: {host.address}\n"
             f"publish_address: {host.address}\ngpus:{gpus or ' []'}\n"
         )
-        if host.spec.gateway:
+        if host.name not in seated:
             continue
         for name, gpu, model, context, fraction in SEATS:
-            port = 8000 + 10 * int(host.name.split("-")[1]) + gpu
+            port = 8000 + 10 * (seated.index(host.name) + 1) + gpu
             (desired / "seats" / f"{name}-{host.name}.yaml").write_text(
                 f"host: {host.name}\ngpus: [{gpu}]\nimage: vllm/vllm-openai:v0.18.0\n"
                 f"model: {model}\nserved_name: {name}-{host.name}\ncontext: {context}\n"
@@ -108,27 +108,34 @@ def bench(k: int, runs: int) -> list[tuple[str, list[float], str]]:
     with lab.locked():  # a test session using the lab waits, and so does this
         lab.up()
         try:
-            os.environ.update(lab.env())
             with tempfile.TemporaryDirectory() as scratch:
-                desired = write_desired(Path(scratch), lab)
-                fleet, _ = require_valid(desired)
-                for host in lab.hosts.values():
-                    if not host.spec.gateway:
-                        lab.compose_up(
-                            host.name, f"fleet-{host.name}", render_compose(fleet, host.name)
-                        )
-                return measure(lab, desired, fleet, k, runs)
+                seated = [h.name for h in lab.hosts.values() if not h.spec.gateway]
+                return on_lab(lab, Path(scratch), seated, runs)
         finally:
             lab.down()
 
 
+def on_lab(
+    lab: Lab, scratch: Path, seated: list[str], runs: int
+) -> list[tuple[str, list[float], str]]:
+    """Every measurement on a lab that is up, with two seats on each `seated` host (the
+    suite's smoke run: its own lab's tower, one round)."""
+    os.environ.update(lab.env())
+    desired = write_desired(scratch, lab, seated)
+    fleet, _ = require_valid(desired)
+    for name in seated:
+        lab.compose_up(name, f"fleet-{name}", render_compose(fleet, name))
+    return measure(lab, desired, fleet, seated, runs)
+
+
 def measure(
-    lab: Lab, desired: Path, fleet: object, k: int, runs: int
+    lab: Lab, desired: Path, fleet: object, seated: list[str], runs: int
 ) -> list[tuple[str, list[float], str]]:
     """The four timings for one lab."""
 
     assert isinstance(fleet, DesiredFleet)
-    gpu_hosts = [h for h in lab.hosts.values() if not h.spec.gateway]
+    gpu_hosts = [lab.hosts[name] for name in seated]
+    k = len(gpu_hosts)
     ssh = ["ssh", "-F", str(lab.ssh_config)]
     script = {
         h.name: host_script(fleet.hosts[h.name], [s.model for s in fleet.seats_on(h.name)])

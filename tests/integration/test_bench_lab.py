@@ -1,15 +1,22 @@
 """`fleet bench` against the lab: the figures are the stand-in engines' configured behaviour
 (decode rate, speculative acceptance, an out-of-memory depth), regressions against the
-baseline give warnings and critical findings, and --write keeps the record in Git."""
+baseline give warnings and critical findings, and --write keeps the record in Git.
+
+Also the lab's scripts of bench/ (apply, downtime, observe), each at its smallest size on
+this session's lab instead of one of its own, so that none rots unnoticed (the offline
+ones run in tests/unit/test_bench_scripts.py)."""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
+from unittest import mock
 
 import git
 import pytest
 
+from bench import apply_bench, downtime_bench, observe_bench
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.lab.lab import Lab
 
@@ -102,3 +109,18 @@ def test_bench_measures_records_and_raises_regressions(measured: FleetRepo) -> N
     stopped = repo.fleet("bench", "--seat", "coder")
     assert stopped.returncode == 1 and "is not running" in stopped.stderr
     assert "Traceback" not in stopped.stderr
+
+
+def test_the_lab_bench_scripts_run_at_their_smallest_size(clean_lab: Lab, tmp_path: Path) -> None:
+    with mock.patch.dict(os.environ):  # observe_bench points the environment at the lab
+        rows = observe_bench.on_lab(clean_lab, tmp_path / "observe", ["tower"], runs=1)
+    assert [name for name, _, _ in rows][-1] == "observe_fleet in-process"
+    assert all(len(times) == 1 for _, times, _ in rows)
+    assert "round trips: tower=" in rows[-1][2]
+
+    wall, wave, hosts = apply_bench.one_run(clean_lab, tmp_path / "apply", load=0)
+    assert sorted(hosts) == ["rig", "tower"] and 0 < wave <= wall
+
+    in_place = downtime_bench.SCENARIOS[0]
+    seconds, report = downtime_bench.run(clean_lab, tmp_path / "downtime", in_place, 1, 1.0)
+    assert seconds > 0 and sorted(report.aliases) == sorted(in_place.aliases)
