@@ -17,6 +17,7 @@ import pytest
 from fleet.engines.vllm.log import parse_vllm_log
 from tests.lab import Lab
 from tests.lab.compose import compose_text, seat
+from tests.waiting import poll
 
 pytestmark = pytest.mark.lab
 
@@ -264,7 +265,7 @@ def test_streaming_keeps_a_request_running_at_the_token_rate(lab: Lab, engines: 
 
     reader = threading.Thread(target=consume)
     reader.start()
-    time.sleep(0.5)
+    poll(lambda: gauge("num_requests_running", metrics) > 0, 10, interval=0.05)
     assert gauge("num_requests_running", metrics) == 1.0
     assert gauge("num_requests_waiting", metrics) == 0.0
     reader.join(timeout=30)
@@ -290,13 +291,15 @@ def test_never_healthy_switch_keeps_health_failing(lab: Lab, tmp_path: Path) -> 
     )
     try:
         lab.compose_up("tower", "labsick", compose_text({"sick": service}), wait=False)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
+
+        def serving() -> bool:
             try:
                 urllib.request.urlopen(f"http://{tower}:8084/v1/models", timeout=2).close()
-                break
             except (urllib.error.URLError, OSError):
-                time.sleep(0.3)
+                return False
+            return True
+
+        poll(serving, 30, interval=0.3)
         with pytest.raises(urllib.error.HTTPError) as err:
             urllib.request.urlopen(f"http://{tower}:8084/health", timeout=5)
         err.value.close()

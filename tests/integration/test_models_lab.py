@@ -22,7 +22,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +30,7 @@ import pytest
 from tests.integration.helpers import FleetRepo, apply, make_repo
 from tests.lab import Lab
 from tests.lab.store import HUGE, SMALL, ModelStore
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.lab
 
@@ -104,12 +104,18 @@ def test_a_killed_copy_leaves_the_seat_path_absent(
         stdin=subprocess.DEVNULL,
     )
     try:
-        deadline = time.monotonic() + 60
-        while not (
-            (partial / SHARD).exists() and (partial / SHARD).stat().st_size == SMALL[1] // 2
-        ):
-            assert time.monotonic() < deadline and running.poll() is None, "the copy never started"
-            time.sleep(0.05)
+        wait_until(
+            lambda: (
+                running.poll() is not None
+                or (
+                    (partial / SHARD).exists() and (partial / SHARD).stat().st_size == SMALL[1] // 2
+                )
+            ),
+            60,
+            "the copy to start",
+            interval=0.05,
+        )
+        assert running.poll() is None, "the copy ended before it was half done"
         killed = kill_rsync()
         out, err = running.communicate(timeout=60)
     finally:

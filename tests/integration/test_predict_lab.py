@@ -4,7 +4,6 @@ budget `fleet fit` chooses applies and lands in band."""
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 import git
@@ -13,6 +12,7 @@ import pytest
 from tests.conftest import CORPUS
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.lab.lab import Lab
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.lab
 GEMMA3 = "gemma-3-27b-it_sliding-window_nested-text_config.config.json"
@@ -78,12 +78,12 @@ def engine_log(lab: Lab, service: str) -> str:
     (container,) = lab.docker(
         "tower", "ps", "-q", "--filter", f"label=com.docker.compose.service={service}"
     ).stdout.split()
-    for _ in range(120):
+
+    def logged() -> str:
         text = lab.docker("tower", "logs", container).stdout
-        if "Maximum concurrency" in text:
-            return text
-        time.sleep(0.5)
-    raise AssertionError(f"{service} logged no Maximum concurrency")
+        return text if "Maximum concurrency" in text else ""
+
+    return wait_until(logged, 60, f"{service} to log its Maximum concurrency", interval=0.5)
 
 
 def check_the_labs_log_is_what_plan_predicts(running: FleetRepo, tmp_path: Path) -> None:

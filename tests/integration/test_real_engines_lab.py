@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import os
 import threading
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -43,10 +42,10 @@ from tests.integration.test_reconcile_lab import (
     loop_log,
     start_loop,
     stop_loop,
-    wait_for,
 )
 from tests.lab.devbox import Devbox
 from tests.lab.lab import Lab
+from tests.waiting import poll, wait_until
 
 pytestmark = pytest.mark.lab
 
@@ -109,16 +108,19 @@ def start_vllm_by_hand(lab: Lab, devbox: Devbox) -> None:
 
 
 def wait_healthy(lab: Lab, url: str, seconds: float) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
+    """Until `url` answers 200; fails with the hand-made container's log tail."""
+
+    def healthy() -> bool:
         try:
-            if request_url(url, timeout=5).status == 200:
-                return
+            return request_url(url, timeout=5).status == 200
         except FleetError:  # not listening yet
-            pass
-        time.sleep(2)
-    log = lab.docker("devbox", "logs", "--tail", "30", BY_HAND)
-    raise AssertionError(f"{url} not healthy after {seconds:.0f}s:\n{log.stdout}{log.stderr}")
+            return False
+
+    def log() -> str:
+        tail = lab.docker("devbox", "logs", "--tail", "30", BY_HAND)
+        return tail.stdout + tail.stderr
+
+    wait_until(healthy, seconds, f"{url} to be healthy", interval=2, detail=log)
 
 
 @dataclass
@@ -131,17 +133,18 @@ class HealthWatch:
     ready: threading.Event = field(default_factory=threading.Event)
 
     def run(self, seconds: float = 420.0) -> None:
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            try:
-                status: int | None = request_url(self.url, timeout=5).status
-            except FleetError:
-                status = None
-            if status == 200:
-                self.ready.set()
-                return
+        if poll(self.answered, seconds, interval=0.5):
+            self.ready.set()
+
+    def answered(self) -> bool:
+        """200 at last, else one more answer recorded."""
+        try:
+            status: int | None = request_url(self.url, timeout=5).status
+        except FleetError:
+            status = None
+        if status != 200:
             self.answers.append("no answer" if status is None else str(status))
-            time.sleep(0.5)
+        return status == 200
 
 
 VLLM_HEALTH: list[HealthWatch] = []  # the module's one watch, started with the container
@@ -312,22 +315,23 @@ def test_the_loop_warns_when_a_cpu_quota_slows_a_real_seat_and_clears_when_lifte
         return loop_events(loop_log(loop), "bench", seat=GGUF)
 
     try:
-        wait_for(measured, 90, "a measurement")
+        wait_until(measured, 90, "a measurement", interval=0.5)
         seen = len(measured())
         # The tiny model decodes ~1,500 tok/s on a core, and through the gateway bench sees
         # what the proxy streams (60-700 tok/s here, by how busy the machine is): half a
         # core still outruns it. A tenth is below it: critical, or at least a warning (a
         # fiftieth stalls a measurement for minutes).
         quota(lab, 0.1)
-        slowed = wait_for(
+        slowed = wait_until(
             lambda: [e for e in measured()[seen:] if e["regression"]],
             150,  # a sweep under way, then the slowed ones (3 x 256 tokens each)
             "a measurement below the baseline",
+            interval=0.5,
         )[0]  # type: ignore[index]
         level = slowed["regression"]
         assert level in ("warning", "critical"), slowed
         assert measured().index(slowed) < seen + 2, measured()  # the next or the one after
-        wait_for(  # a finding, an event and a webhook post, logged after the measurement
+        wait_until(  # a finding, an event and a webhook post, logged after the measurement
             lambda: [
                 e
                 for e in loop_events(loop_log(loop), "bench-regression", seat=GGUF)
@@ -335,13 +339,15 @@ def test_the_loop_warns_when_a_cpu_quota_slows_a_real_seat_and_clears_when_lifte
             ],
             30,
             f"the {level} event",
+            interval=0.5,
         )
         cleared = len(loop_events(loop_log(loop), "bench-restored", seat=GGUF))
         quota(lab, unlimited)
-        restored = wait_for(
+        restored = wait_until(
             lambda: loop_events(loop_log(loop), "bench-restored", seat=GGUF)[cleared:],
             240,  # a slowed measurement may be under way (a minute or more at a tenth of a core)
             "the regression cleared",
+            interval=0.5,
         )[-1]  # type: ignore[index]
         assert restored["was"] in ("warning", "critical"), restored
     except AssertionError as failure:

@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ import pytest
 
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.lab.lab import Lab
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.lab
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "fleet-rules.yml"
@@ -112,16 +112,6 @@ def alerts(port: int) -> list[dict[str, object]]:
         return list(json.loads(reply.read())["data"]["alerts"])
 
 
-def wait_for(check: object, seconds: float, what: str) -> object:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        result = check()  # type: ignore[operator]
-        if result:
-            return result
-        time.sleep(0.5)
-    raise AssertionError(f"not within {seconds:.0f}s: {what}")
-
-
 def start_loop(repo: FleetRepo, *args: str) -> subprocess.Popen[str]:
     """`fleet reconcile` as a service in the fleet repository, its events as JSON lines."""
     return subprocess.Popen(
@@ -178,25 +168,29 @@ def test_the_watchdog_restarts_an_engine_that_holds_requests_and_generates_nothi
     loop = start_loop(repo, "--interval", "2", "--auto-apply", "--timeout", "60")
     seat = "fleet-tower-coder-1"
     try:
-        wait_for(lambda: loop_events(loop_log(loop), "applied"), 120, "the first apply")
+        wait_until(
+            lambda: loop_events(loop_log(loop), "applied"), 120, "the first apply", interval=0.5
+        )
         started = lab.docker("tower", "inspect", "-f", "{{.State.StartedAt}}", seat).stdout
         lab.docker("tower", "exec", seat, "touch", "/tmp/fleet-lab-stuck")
         held = hold_a_request(f"http://{lab.address_of('tower')}:8030")
-        (restart,) = wait_for(
+        (restart,) = wait_until(
             lambda: loop_events(loop_log(loop), "watchdog-restart", seat="coder"),
             60,
             "a watchdog restart",
+            interval=0.5,
         )  # type: ignore[misc]
         assert restart["host"] == "tower" and "no token for 10s" in restart["reason"]
         held.join(timeout=30)
         assert not held.is_alive()  # the restart ended the request it held
-        wait_for(
+        wait_until(
             lambda: (
                 lab.docker("tower", "inspect", "-f", "{{.State.StartedAt}}", seat).stdout != started
                 and state(lab, seat) == "running"
             ),
             60,
             "the engine started again",
+            interval=0.5,
         )
         assert len(loop_events(loop_log(loop), "watchdog-restart")) == 1
     except AssertionError as failure:
@@ -226,16 +220,20 @@ def measures_until_restored(repo: FleetRepo, lab: Lab) -> None:
     loop = start_loop(repo, "--interval", "2", "--listen", f"127.0.0.1:{listen}")
     seat = "fleet-tower-coder-1"
     try:
-        (first, *_) = wait_for(
-            lambda: loop_events(loop_log(loop), "bench", seat="coder"), 60, "a measurement"
+        (first, *_) = wait_until(
+            lambda: loop_events(loop_log(loop), "bench", seat="coder"),
+            60,
+            "a measurement",
+            interval=0.5,
         )  # type: ignore[misc]
         assert first["via"] == "gateway" and float(first["baseline_ratio"]) > 0.8, first
         seen = len(loop_events(loop_log(loop), "bench", seat="coder"))
         slow(lab, seat, "0.6")  # 40% slower: a warning
-        (warned,) = wait_for(
+        (warned,) = wait_until(
             lambda: loop_events(loop_log(loop), "bench-regression", seat="coder"),
             40,  # two intervals, a sweep under way, the slowed one itself and the cycles
             "the warning within two intervals",
+            interval=0.5,
         )  # type: ignore[misc]
         assert warned["level"] == "warning" and "below its baseline" in warned["message"]
         after = [e["regression"] for e in loop_events(loop_log(loop), "bench", seat="coder")]
@@ -246,10 +244,11 @@ def measures_until_restored(repo: FleetRepo, lab: Lab) -> None:
         ratio = next(ln for ln in text.splitlines() if ln.startswith("fleet_bench_baseline_ratio{"))
         assert 'seat="coder"' in ratio and 0.5 < float(ratio.split()[-1]) <= 0.7, ratio
         slow(lab, seat, "1")
-        (restored,) = wait_for(
+        (restored,) = wait_until(
             lambda: loop_events(loop_log(loop), "bench-restored", seat="coder"),
             40,
             "the warning cleared",
+            interval=0.5,
         )  # type: ignore[misc]
         assert restored["was"] == "warning"
         head = git.Repo(repo.root).head.commit.message
@@ -291,10 +290,11 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
     )
     try:
         remote = git.Repo(tmp_path / "remote.git")
-        wait_for(
+        wait_until(
             lambda: remote.commit("main").message.startswith("fleet apply: "),
             120,
             "the first apply and its pushed inventory commit",
+            interval=0.5,
         )
         # a commit pushed to the remote from elsewhere is applied within two intervals
         other = git.Repo.clone_from(
@@ -310,10 +310,11 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         other.git.commit("-am", "coder: 1536")
         other.git.push("origin", "HEAD:main")
         first = container_id(lab, "fleet-tower-coder-1")
-        wait_for(
+        wait_until(
             lambda: container_id(lab, "fleet-tower-coder-1") not in ("", first),
             90,
             "the pushed commit applied",
+            interval=0.5,
         )
         # a failing commit: rolled back, retried after the backoff, then left alone
         seat.write_text(
@@ -321,13 +322,18 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         )
         other.git.commit("-am", "coder: a start that fails")
         other.git.push("origin", "HEAD:main")
-        wait_for(lambda: loop_events(loop_log(loop), "plan", move="give-up"), 150, "give up")
+        wait_until(
+            lambda: loop_events(loop_log(loop), "plan", move="give-up"),
+            150,
+            "give up",
+            interval=0.5,
+        )
         failures = loop_events(loop_log(loop), "apply-failed")
         assert len(failures) == 2 and failures[1]["failures"] == 2
         assert state(lab, "fleet-tower-coder-1") == "running"  # rolled back each time
         # a seat stopped by hand: fleet_seat_up 0, and the rule fires in a real Prometheus
         lab.docker("tower", "stop", "-t", "0", "fleet-tower-coder-1")
-        firing = wait_for(
+        firing = wait_until(
             lambda: [
                 a
                 for a in alerts(port)
@@ -335,6 +341,7 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
             ],  # type: ignore[index]
             60,
             "FleetSeatDown firing",
+            interval=0.5,
         )
         assert firing[0]["labels"]["seat"] == "coder"  # type: ignore[index]
         with urllib.request.urlopen(f"http://127.0.0.1:{listen}/metrics", timeout=5) as reply:
@@ -348,7 +355,12 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         other.git.commit("-am", "coder: start again, at 1280")
         other.git.push("origin", "HEAD:main")
         seen = len(loop_events(loop_log(loop), "apply-step"))
-        wait_for(lambda: len(loop_events(loop_log(loop), "apply-step")) > seen, 60, "an apply")
+        wait_until(
+            lambda: len(loop_events(loop_log(loop), "apply-step")) > seen,
+            60,
+            "an apply",
+            interval=0.5,
+        )
         loop.send_signal(signal.SIGTERM)
         assert loop.wait(timeout=180) == 0
         assert lab.run("tower", "test -e /srv/fleet/.fleet.lock").returncode != 0  # no lock

@@ -15,6 +15,7 @@ import pytest
 
 from tests.integration.helpers import make_repo
 from tests.lab.lab import Lab
+from tests.waiting import poll
 
 pytestmark = pytest.mark.lab
 SEAT, RATE = "llama8b-sgl", 40.0
@@ -52,10 +53,8 @@ def release_once_draining(lab: Lab, container: str, hold: float) -> threading.Th
     before = metrics_polls(lab, container)
 
     def run() -> None:
-        deadline = time.monotonic() + 180
-        while metrics_polls(lab, container) == before and time.monotonic() < deadline:
-            time.sleep(0.5)
-        time.sleep(hold)
+        poll(lambda: metrics_polls(lab, container) != before, 180, interval=0.5)
+        time.sleep(hold)  # the engine stays stuck that long: what drain waits through
         lab.docker("rig", "exec", container, "rm", "-f", "/tmp/fleet-lab-stuck")
 
     thread = threading.Thread(target=run, daemon=True)

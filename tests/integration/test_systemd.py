@@ -10,7 +10,6 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -21,6 +20,7 @@ from tests.integration.helpers import FleetRepo, chat, make_repo
 from tests.lab import Lab
 from tests.lab.load import ClientLoad
 from tests.lab.nspawn import SystemdHost
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.lab
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "llamacpp-fleet" / "desired"
@@ -47,13 +47,13 @@ def show(lab: Lab, host: str, unit: str, *props: str) -> dict[str, str]:
 
 def wait_show(lab: Lab, host: str, unit: str, prop: str, value: str, timeout: float = 60) -> None:
     """Poll until the unit's property has the value (a busy machine needs seconds)."""
-    deadline = time.monotonic() + timeout
-    while show(lab, host, unit, prop)[prop] != value:
-        if time.monotonic() > deadline:
-            pytest.fail(
-                f"{host}: {unit} {prop} never became {value}: {show(lab, host, unit, prop)}"
-            )
-        time.sleep(0.5)
+    wait_until(
+        lambda: show(lab, host, unit, prop)[prop] == value,
+        timeout,
+        f"{host}: {unit} {prop} to become {value}",
+        interval=0.5,
+        detail=lambda: str(show(lab, host, unit, prop)),
+    )
 
 
 def test_hosts_are_booted_systemd_reached_over_ssh_with_pinned_keys(
@@ -113,10 +113,12 @@ def test_a_unit_starts_logs_restarts_after_kill_and_stops(
         assert first["NRestarts"] == "0"
         assert first["FragmentPath"] == f"/etc/systemd/system/{UNIT}.service"
         health = f"python3 -c \"import urllib.request as u; print(u.urlopen('{URL}').read())\""
-        deadline = time.monotonic() + 60
-        while '"ok"' not in lab.run(host, health).stdout:
-            assert time.monotonic() < deadline, "the unit's llama-server never became healthy"
-            time.sleep(0.5)
+        wait_until(
+            lambda: '"ok"' in lab.run(host, health).stdout,
+            60,
+            "the unit's llama-server to become healthy",
+            interval=0.5,
+        )
         lab.run(host, f"kill -9 {first['MainPID']}", check=True)
         wait_show(lab, host, UNIT, "NRestarts", "1")
         wait_show(lab, host, UNIT, "SubState", "running")

@@ -11,10 +11,12 @@ import secrets
 import shutil
 import socket
 import subprocess
-import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+from tests.waiting import poll, wait_until
 
 from . import claims, gateway, image, models, procs, sshcfg
 from .hosts import LabHost, dockerd_command, dockerd_env, prepare_host
@@ -126,11 +128,10 @@ def start_daemon(
     lab.children.append(proc)
     lab.state.add_proc(record)
     own = procs.foreign_namespaces()
-    deadline = time.monotonic() + 5
-    namespace = procs.mount_namespace(record.pid)
-    while namespace in own and time.monotonic() < deadline:
-        time.sleep(0.02)  # unshare has not switched namespaces yet
-        namespace = procs.mount_namespace(record.pid)
+    # until unshare has switched namespaces
+    namespace = poll(
+        lambda: (ns := procs.mount_namespace(record.pid)) not in own and ns, 5, interval=0.02
+    )
     if namespace is None or namespace in own:
         raise LabError(f"{role} of {host.name} did not enter its own mount namespace; see {log}")
     lab.state.add_proc(record, namespace)
@@ -187,14 +188,9 @@ def start_gateway(lab: Lab, host: LabHost) -> None:
     start_daemon(lab, host, "front", ["/usr/sbin/nginx"], {"PATH": procs_path()})
 
 
-def wait_for(what: str, check: object, timeout: float) -> None:
-    """Poll `check()` until true or fail with a clear message."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if check():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise LabError(f"timed out after {timeout:.0f}s waiting for {what}")
+def wait_for(what: str, check: Callable[[], object], timeout: float) -> None:
+    """Poll `check()` until true or raise LabError naming `what` (tests/waiting.py)."""
+    wait_until(check, timeout, what, error=LabError)
 
 
 def port_open(address: str, port: int) -> bool:

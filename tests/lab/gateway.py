@@ -12,10 +12,11 @@ upstream file names. `fleet-gateway-restart` restarts the running proxy in place
 from __future__ import annotations
 
 import os
-import time
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from tests.waiting import poll
 
 LITELLM_VENV = Path(os.environ.get("FLEET_LAB_LITELLM_VENV", "/opt/fleet-lab/litellm-venv"))
 CONFIG_PATH = "/etc/litellm/config.yaml"
@@ -94,19 +95,19 @@ def proxy_env(master_key: str) -> dict[str, str]:
 
 
 def wait_ready(url: str, timeout: float = 120.0) -> bool:
-    """Poll the proxy's readiness endpoint."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """Poll the proxy's readiness endpoint until it answers 200 (False after `timeout`)."""
+
+    def ready() -> bool:
         try:
             with urllib.request.urlopen(f"{url}/health/readiness", timeout=2) as response:
-                if response.status == 200:
-                    return True
+                return response.status == 200
         except urllib.error.HTTPError as err:
             err.close()
         except (urllib.error.URLError, OSError):
             pass
-        time.sleep(0.3)
-    return False
+        return False
+
+    return bool(poll(ready, timeout, interval=0.3))
 
 
 def upstream_text(address: str, port: int) -> str:

@@ -162,6 +162,11 @@ class ClientLoad:
             thread.join(timeout=self.timeout + 5.0)
 
     @property
+    def running(self) -> bool:
+        """Whether a client still sends (each stops at max_seconds, max_requests or stop)."""
+        return any(thread.is_alive() for thread in self._threads)
+
+    @property
     def elapsed(self) -> float:
         """Seconds since the load started."""
         return time.monotonic() - self._started

@@ -14,10 +14,11 @@ import fcntl
 import os
 import signal
 import subprocess
-import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO
+
+from tests.waiting import poll
 
 # Binds a host's folders over the machine's /models, /srv/fleet, /etc/litellm and /etc/nginx inside
 # a private mount namespace, then runs the daemon there. The host's own root .bashrc
@@ -103,11 +104,7 @@ def spawn(
             env=env,
             start_new_session=True,
         )
-    deadline = time.monotonic() + 2
-    started = start_time(proc.pid)
-    while started is None and time.monotonic() < deadline:
-        time.sleep(0.01)
-        started = start_time(proc.pid)
+    started = poll(lambda: start_time(proc.pid), 2, interval=0.01)
     return ProcRecord(role, host, proc.pid, started or 0), proc
 
 
@@ -178,11 +175,13 @@ def send(pid: int, sig: int) -> None:
 
 def wait_gone(pids: list[int], timeout: float) -> list[int]:
     """Wait until the processes died; returns those still alive."""
-    deadline = time.monotonic() + timeout
     left = [p for p in pids if alive(p)]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.05)
-        left = [p for p in left if alive(p)]
+
+    def gone() -> bool:
+        left[:] = [p for p in left if alive(p)]
+        return not left
+
+    poll(gone, timeout, interval=0.05)
     return left
 
 
@@ -226,12 +225,13 @@ class LabError(Exception):
 
 def hold_flock(handle: IO[str], timeout: float, what: str) -> None:
     """Take an exclusive flock on `handle`, trying each second; LabError after `timeout`."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def taken() -> bool:
         try:
             fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
         except BlockingIOError:
-            if time.monotonic() > deadline:
-                raise LabError(f"{what} busy for {timeout:.0f}s") from None
-            time.sleep(1)
+            return False
+        return True
+
+    if not poll(taken, timeout, interval=1):
+        raise LabError(f"{what} busy for {timeout:.0f}s")

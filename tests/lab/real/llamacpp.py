@@ -18,7 +18,6 @@ import contextlib
 import hashlib
 import subprocess
 import tarfile
-import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -26,6 +25,7 @@ from pathlib import Path
 
 from tests.lab import image
 from tests.lab.real import CACHE, tinygguf
+from tests.waiting import wait_until
 
 BUILD = 11434
 HOME = CACHE / f"llama-server-b{BUILD}"
@@ -82,14 +82,16 @@ def serve(port: int, log: Path, *flags: str) -> Iterator[subprocess.Popen[bytes]
     with log.open("wb") as out:
         proc = subprocess.Popen([*argv, *flags], stdout=out, stderr=subprocess.STDOUT)
     try:
-        deadline = time.monotonic() + READY_TIMEOUT
-        while health(port) != 200:
-            if proc.poll() is not None:
-                tail = log.read_text(errors="replace")[-2000:]
-                raise RuntimeError(f"llama-server exited {proc.returncode}:\n{tail}")
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"llama-server not healthy after {READY_TIMEOUT:.0f} s")
-            time.sleep(0.05)
+        wait_until(
+            lambda: proc.poll() is not None or health(port) == 200,
+            READY_TIMEOUT,
+            "llama-server to be healthy",
+            interval=0.05,
+            error=RuntimeError,
+        )
+        if proc.poll() is not None:
+            tail = log.read_text(errors="replace")[-2000:]
+            raise RuntimeError(f"llama-server exited {proc.returncode}:\n{tail}")
         yield proc
     finally:
         proc.terminate()

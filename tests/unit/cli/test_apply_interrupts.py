@@ -16,12 +16,13 @@ import os
 import signal
 import socket
 import subprocess
-import time
+import threading
 from pathlib import Path
 
 import git
 import pytest
 
+from reconciler.workflows.interrupt import Interrupt
 from tests.fakes.gateway import FakeGateway
 from tests.unit.cli.fake_fleet import GATEWAY_CONFIG, MASTER_KEY, FakeFleet, make_fleet
 
@@ -45,14 +46,31 @@ def two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeFleet:
     return fake
 
 
-def signal_at_start(fake: FakeFleet, service: str, sig: signal.Signals) -> None:
-    """Send `sig` to this process when `service` is (re)created, and let its handler run."""
+@pytest.fixture
+def handled(monkeypatch: pytest.MonkeyPatch) -> threading.Event:
+    """Set once apply's signal handler has tripped its interrupt."""
+    ran = threading.Event()
+    trip = Interrupt.trip
+
+    def tripped(self: Interrupt, signal_number: int) -> None:
+        trip(self, signal_number)
+        ran.set()
+
+    monkeypatch.setattr(Interrupt, "trip", tripped)
+    return ran
+
+
+def signal_at_start(
+    fake: FakeFleet, service: str, sig: signal.Signals, handled: threading.Event
+) -> None:
+    """Send `sig` to this process when `service` is (re)created, and wait until the main
+    thread ran apply's handler for it."""
 
     def before_up(started: str) -> None:
         if started == service:
             fake.hosts["tower"].before_up = None
             os.kill(os.getpid(), sig)
-            time.sleep(0.3)  # the main thread runs the handler meanwhile
+            assert handled.wait(30), f"apply's handler never ran for {sig.name}"
 
     fake.hosts["tower"].before_up = before_up
 
@@ -67,13 +85,13 @@ def head_message(fake: FakeFleet) -> str:
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])
 def test_a_signal_during_a_seat_step_rolls_the_apply_back(
-    two: FakeFleet, sig: signal.Signals
+    two: FakeFleet, sig: signal.Signals, handled: threading.Event
 ) -> None:
     tower = two.hosts["tower"]
     two.edit("seats/coder.yaml", "context: 2048", "context: 4096\nstrategy: recreate")
     two.edit("seats/flash.yaml", "context: 65536", "context: 32768\nstrategy: recreate")
     before = {name: c.argv for name, c in tower.containers.items()}
-    signal_at_start(two, "coder", sig)
+    signal_at_start(two, "coder", sig, handled)
     result = two.fleet("apply", "--auto-approve")
     assert result.returncode == 128 + sig, result.stdout + result.stderr
     assert f"error: interrupted by {sig.name}: rolled back what this apply changed" in (
@@ -90,11 +108,11 @@ def test_a_signal_during_a_seat_step_rolls_the_apply_back(
 
 
 def test_a_signal_after_the_seat_wave_keeps_it_and_stops_before_the_gateway(
-    two: FakeFleet,
+    two: FakeFleet, handled: threading.Event
 ) -> None:
     tower = two.hosts["tower"]
     two.edit("seats/flash.yaml", "context: 65536", "context: 32768\nstrategy: recreate")
-    signal_at_start(two, "flash", signal.SIGTERM)
+    signal_at_start(two, "flash", signal.SIGTERM, handled)
     result = two.fleet("apply", "--auto-approve")
     assert result.returncode == 143, result.stdout + result.stderr
     assert (

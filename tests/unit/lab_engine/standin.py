@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.lab.image import LLAMA_SERVER_SCRIPT, VLLM_SCRIPT
+from tests.waiting import wait_until
 
 REPO = Path(__file__).resolve().parents[3]
 ENGINE = REPO / "tests" / "lab" / "engine"
@@ -118,18 +119,19 @@ class StandIn:
 
     def wait_healthy(self, timeout: float = 15.0) -> StandIn:
         """Until /health answers 200 (fails with the log if it dies first)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc is not None
-            if self.proc.poll() is not None:
-                raise AssertionError(f"exited {self.proc.returncode}:\n{self.log()}")
+        proc = self.proc
+        assert proc is not None
+
+        def healthy() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"exited {proc.returncode}:\n{self.log()}")
             try:
-                if request("GET", self.url("/health"), timeout=1)[0] == 200:
-                    return self
+                return request("GET", self.url("/health"), timeout=1)[0] == 200
             except OSError:
-                pass
-            time.sleep(0.02)
-        raise AssertionError(f"not healthy after {timeout} s:\n{self.log()}")
+                return False
+
+        wait_until(healthy, timeout, "/health to answer 200", interval=0.02, detail=self.log)
+        return self
 
     def wait_exit(self, timeout: float = 10.0) -> int:
         """Its exit code."""
@@ -249,14 +251,13 @@ def wait_for(
 ) -> dict[str, float]:
     """The engine's /metrics samples once `ready` holds for them (polled; fails with the
     last samples after `timeout`), so a test waits for a state rather than a fixed time."""
-    deadline = time.monotonic() + timeout
-    while True:
-        samples = metrics(get(engine.url("/metrics"))[1])
-        if ready(samples):
-            return samples
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not ready after {timeout} s: {samples}")
-        time.sleep(0.01)
+    last: list[dict[str, float]] = [{}]
+
+    def sampled() -> dict[str, float]:
+        last[0] = metrics(get(engine.url("/metrics"))[1])
+        return last[0] if ready(last[0]) else {}
+
+    return wait_until(sampled, timeout, "the metrics", interval=0.01, detail=lambda: str(last[0]))
 
 
 def metrics_while_posting(

@@ -22,6 +22,7 @@ from tests.unit.lab_engine.standin import (
     stream,
     wait_for,
 )
+from tests.waiting import wait_until
 
 LOADING = {"error": {"code": 503, "message": "Loading model", "type": "unavailable_error"}}
 
@@ -46,14 +47,14 @@ def test_health_is_503_loading_model_until_the_model_is_loaded(
         ["-a", "tiny"],
         {"FLEET_LAB_LOAD_SECONDS": "0.8"},
     )
-    deadline = time.monotonic() + 5
-    while time.monotonic() < deadline:
+
+    def answered() -> tuple[int, object] | None:
         try:
-            status, body = get(engine.url("/health"))
-            break
-        except OSError:
-            time.sleep(0.02)
-    assert (status, body) == (503, LOADING)
+            return get(engine.url("/health"))
+        except OSError:  # not listening yet
+            return None
+
+    assert wait_until(answered, 5, "/health to answer", interval=0.02) == (503, LOADING)
     assert get(engine.url("/v1/models")) == (503, LOADING), "every route waits for the model"
     engine.wait_healthy()
     assert get(engine.url("/health")) == (200, {"status": "ok"})
