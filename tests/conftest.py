@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import schedule
 from tests.lab import real as real_engines
 
 pytest_plugins = ["tests.lab.fixtures"]
@@ -29,32 +30,28 @@ def corpus() -> Path:
     return CORPUS
 
 
-# The lab modules that take longest (seconds of test time on three workers, measured with
-# --junitxml): handed to the xdist workers first, so that no long module is left to run
-# alone at the end while the other worker idles. A scheduling hint, nothing more.
-LONGEST_FIRST = (
-    "tests/integration/test_apply_lab.py",  # ~255 s
-    "tests/integration/test_reconcile_lab.py",  # ~230 s
-    "tests/integration/test_real_engines_lab.py",  # ~160 s (+30-100 s importing vLLM once)
-    "tests/integration/test_systemd.py",  # ~225 s with the lab up, loaded (surge ~45 s)
-    "tests/integration/test_observe.py",  # ~155 s
-    "tests/integration/test_bench_lab.py",  # ~125 s
-    "tests/integration/test_apply_guards_lab.py",  # ~125 s
-    "tests/integration/test_gateway_bluegreen_lab.py",  # ~80 s before surge's cases
-)
+# The longest lab modules go to the xdist workers first (tests/schedule.py): their times
+# are recorded by the runs themselves into tests/durations.json, never kept by hand. Only
+# the process that sees every report records (under xdist, the controller).
+RECORDERS: list[schedule.Recorder] = []
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The longest lab modules first, then every other lab test, then the rest (each in
     collection order); scripts/test.sh keeps this order (--no-loadscope-reorder)."""
+    schedule.order(items, schedule.recorded())
+    if not hasattr(config, "workerinput"):
+        RECORDERS.append(schedule.Recorder(items))
 
-    def rank(item: pytest.Item) -> int:
-        path = item.nodeid.split("::", 1)[0]
-        if path in LONGEST_FIRST:
-            return LONGEST_FIRST.index(path)
-        return len(LONGEST_FIRST) + (0 if item.get_closest_marker("lab") else 1)
 
-    items.sort(key=rank)
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    for recorder in RECORDERS:
+        recorder.add(report)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    for recorder in RECORDERS:
+        recorder.write()
 
 
 @pytest.hookimpl(trylast=True)

@@ -34,6 +34,7 @@ from fleet.yamltext import dump_yaml, make_yaml
 from tests.integration.helpers import FleetRepo, apply, chat, make_repo
 from tests.lab.lab import Lab
 from tests.lab.load import ClientLoad, LoadReport
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.lab
 LOADED = ["chat", "coder"]
@@ -150,7 +151,7 @@ def test_sigterm_mid_apply_rolls_back_releases_the_lock_and_commits(fleet: Fleet
         seen.append(line)
         if "tower: replace seat coder" in line:
             break
-    time.sleep(2.0)
+    wait_until(lambda: loading_coder(fleet.lab), 60, "the new coder to be loading", interval=0.5)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=300)
     output = "".join(seen) + out + err
@@ -167,6 +168,15 @@ def test_sigterm_mid_apply_rolls_back_releases_the_lock_and_commits(fleet: Fleet
     assert "apply in progress" not in plan.stdout and "did not finish" not in plan.stdout
     fleet.edit("seats/coder.yaml", 'FLEET_LAB_LOAD_SECONDS: "40"', 'FLEET_LAB_LOAD_SECONDS: "4"')
     assert fleet.fleet("plan").returncode == 0, "what runs is what desired/ says again"
+
+
+def loading_coder(lab: Lab) -> bool:
+    """A container of tower runs the new coder (the engine that loads for 40 s)."""
+    ids = lab.docker("tower", "ps", "-q").stdout.split()
+    if not ids:
+        return False
+    envs = lab.docker("tower", "inspect", "-f", "{{.Config.Env}}", *ids).stdout
+    return "FLEET_LAB_LOAD_SECONDS=40" in envs
 
 
 def containers(lab: Lab) -> list[str]:
