@@ -88,5 +88,5 @@ class Recorder:
             if was is None or abs(seconds - was) > MOVED * was:
                 new[module] = seconds
         if new != old:
-            ranked = sorted(new.items(), key=lambda kv: (-kv[1], kv[0]))
+            ranked = sorted(((m, round(v)) for m, v in new.items()), key=lambda kv: (-kv[1], kv[0]))
             path.write_text(json.dumps(dict(ranked), indent=2) + "\n")
