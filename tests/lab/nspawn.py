@@ -35,6 +35,7 @@ from . import models, procs, sshcfg
 from .bringup import port_open, procs_path, wait_for
 from .hosts import LabHost, write_gpu_state
 from .image import ENGINE_SRC
+from .nspawn_diag import why_down
 from .nspawn_layer import ensure_rootfs, write_layer
 from .procs import LabError
 from .spec import CPU_MODELS, RTX_3090, SSH_PORT, HostSpec, make_gpus
@@ -128,14 +129,17 @@ def boot(lab: Lab) -> list[SystemdHost]:
     """Boot the lab's systemd hosts (added to `lab.hosts`, its SSH files and its state)."""
     rootfs = ensure_rootfs()
     hosts = [SystemdHost(s, lab.root / "hosts" / s.name, lab.slot) for s in specs()]
-    for host in hosts:
-        lab.hosts[host.name] = host
-        prepare(lab, host)
-    write_client_files(lab)
-    for host in hosts:
-        start(lab, host, rootfs)
-    for host in hosts:
-        finish(host)
+    try:
+        for host in hosts:
+            lab.hosts[host.name] = host
+            prepare(lab, host)
+        write_client_files(lab)
+        inits = {host.name: start(lab, host, rootfs) for host in hosts}
+        for host in hosts:
+            finish(host, inits[host.name])
+    except BaseException:
+        halt(lab, hosts)  # a host that did not come up leaves nothing in the lab
+        raise
     return hosts
 
 
@@ -166,8 +170,9 @@ def write_client_files(lab: Lab) -> None:
     shutil.copyfile(lab.known_hosts, lab.home / ".ssh" / "known_hosts")
 
 
-def start(lab: Lab, host: SystemdHost, rootfs: Path) -> None:
-    """Start nspawn (recorded with the container's mount namespace), address the veth."""
+def start(lab: Lab, host: SystemdHost, rootfs: Path) -> int:
+    """Start nspawn (recorded with the container's mount namespace), address the veth;
+    the container's pid 1 (as this machine numbers it)."""
     env = {"PATH": procs_path(), "LANG": "C.UTF-8", "SYSTEMD_NSPAWN_LOCK": "0"}
     log = host.root / "logs" / "nspawn.log"
     record, proc = procs.spawn(ROLE, host.name, nspawn_command(lab, host, rootfs), log, env)
@@ -178,15 +183,20 @@ def start(lab: Lab, host: SystemdHost, rootfs: Path) -> None:
     procs.run(["ip", "link", "set", host.veth, "up"])
     leader = container_init(record.pid)
     namespace = procs.mount_namespace(leader) if leader else None
-    if namespace is None:
+    if leader is None or namespace is None:
         raise LabError(f"no init of {host.name} under nspawn {record.pid}; see {log}")
     lab.state.add_proc(record, namespace)
+    return leader
 
 
-def finish(host: SystemdHost) -> None:
-    """Wait until the host's sshd answers."""
+def finish(host: SystemdHost, init_pid: int) -> None:
+    """Wait until the host's sshd answers; else fail saying why, as the host tells it
+    (the failing unit and its status lines, tests.lab.nspawn_diag)."""
     log = host.root / "logs" / "nspawn.log"
-    wait_for(f"sshd of {host.name} (see {log})", lambda: port_open(host.address, SSH_PORT), 60)
+    try:
+        wait_for(f"sshd of {host.name} (see {log})", lambda: port_open(host.address, SSH_PORT), 60)
+    except LabError as err:
+        raise LabError(f"{err}\n{why_down(init_pid, log)}") from None
 
 
 def link_exists(name: str) -> bool:
