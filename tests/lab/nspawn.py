@@ -39,6 +39,7 @@ from .nspawn_diag import why_down
 from .nspawn_layer import ensure_rootfs, write_layer
 from .procs import LabError
 from .spec import CPU_MODELS, RTX_3090, SSH_PORT, HostSpec, make_gpus
+from .state import LabState
 
 RTX_5070 = "NVIDIA GeForce RTX 5070"
 
@@ -140,6 +141,18 @@ def boot(lab: Lab) -> list[SystemdHost]:
     except BaseException:
         halt(lab, hosts)  # a host that did not come up leaves nothing in the lab
         raise
+    return hosts
+
+
+def running(lab: Lab) -> list[SystemdHost]:
+    """The systemd hosts the lab's state records as booted (by `up --systemd` in another
+    process, say), added to `lab.hosts`."""
+    records = LabState.load(lab.state.path).procs
+    booted = {r.host for r in records if r.role == ROLE and procs.is_ours(r)}
+    hosts = [SystemdHost(s, lab.root / "hosts" / s.name, lab.slot) for s in specs()]
+    hosts = [h for h in hosts if h.name in booted]
+    for host in hosts:
+        lab.hosts[host.name] = host
     return hosts
 
 
