@@ -5,8 +5,9 @@ bundled example, written for the lab's nominal addresses 127.0.0.11..) gets this
 addresses. The llama.cpp example (examples/llamacpp-fleet/desired, `name:
 llamacpp-fleet`), written for a LAN, runs on the lab's systemd hosts (`up --systemd`) and
 its gateway: each host's address becomes that of the lab's host of the same name, the
-gateway restarts its proxy with the lab's `fleet-gateway-restart`, and the CPU seat `big`
-serves qwen3-8b instead of the 35B Q8_0 file (36.9 GB) this machine has no memory for.
+gateway restarts its proxy with the lab's `fleet-gateway-restart` (provider `hosted_vllm/`,
+the lab's two stale aliases retired, as desired/ does), and the CPU seat `big` serves
+qwen3-8b instead of the 35B Q8_0 file (36.9 GB) this machine has no memory for.
 """
 
 from __future__ import annotations
@@ -23,7 +24,13 @@ if TYPE_CHECKING:
 
 LLAMACPP = "llamacpp-fleet"
 LLAMACPP_EDITS = {
-    "gateway.yaml": (("command: systemctl restart litellm", "command: fleet-gateway-restart"),),
+    "gateway.yaml": (
+        ("command: systemctl restart litellm", "command: fleet-gateway-restart"),
+        # LiteLLM's openai/ provider wants an API key, which the lab's proxy does not hold
+        ("provider_prefix: openai/", "provider_prefix: hosted_vllm/"),
+        # the lab gateway's hand-kept config routes two aliases to seats long gone
+        ("fallbacks:", "retired_aliases: [sec-old, code-legacy]\nfallbacks:"),
+    ),
     "seats/big.yaml": (("qwen3.5-35b-a3b-q8_0.gguf", "qwen3-8b-q4_k_m.gguf"),),
 }
 NAME = re.compile(r"^name:\s*(\S+)", re.MULTILINE)

@@ -57,6 +57,9 @@ GPU_MODELS = (
 RTX_5070_MODELS = ("gemma-3-12b-it-q4_k_m.gguf", "qwen3-0.6b-q8_0.gguf")  # the example's mid
 APU_MODELS = (*CPU_MODELS, "qwen3-8b-q4_k_m.gguf")  # the example's big, made to fit here
 ROLE = "nspawn"
+# Seconds this machine waits before it brings its end of a host's veth up: 0, but for
+# tests.lab.nspawn_soak --late-link, which plays a busy machine that comes late
+LATE_LINK = 0.0
 
 
 def specs() -> tuple[HostSpec, ...]:
@@ -192,8 +195,9 @@ def start(lab: Lab, host: SystemdHost, rootfs: Path) -> int:
     lab.children.append(proc)
     lab.state.add_proc(record)
     wait_for(f"{host.veth} of {host.name} (see {log})", lambda: link_exists(host.veth), 30)
+    time.sleep(LATE_LINK)
     procs.run(["ip", "addr", "add", host.machine_side, "dev", host.veth])
-    procs.run(["ip", "link", "set", host.veth, "up"])
+    procs.run(["ip", "link", "set", host.veth, "up"])  # host0 gets its carrier, then its address
     leader = container_init(record.pid)
     namespace = procs.mount_namespace(leader) if leader else None
     if leader is None or namespace is None:
@@ -258,6 +262,8 @@ def halt(lab: Lab, hosts: list[SystemdHost]) -> None:
     names = {h.name for h in hosts}
     mine = [r for r in lab.state.procs if r.role == ROLE and r.host in names]
     procs.stop([r.pid for r in mine if procs.is_ours(r)], timeout=15.0)
+    for child in lab.children:
+        child.poll()  # reap the nspawns that exited: no zombie per boot until the lab's down
     with lab.state.lock:
         lab.state.procs = [r for r in lab.state.procs if r not in mine]
         for name in names:

@@ -1,16 +1,18 @@
 """Boot the lab's systemd hosts many times in a row, beside another lab on busy cores.
 
-    .venv/bin/python -m tests.lab.nspawn_soak [--boots 20] [--busy 2]
+    .venv/bin/python -m tests.lab.nspawn_soak [--boots 20] [--busy 2] [--late-link S]
 
 Brings up the lab of FLEET_LAB_DIR (tower, rig, gateway, as a test session's) and a
 second, one-host lab beside it (`<lab dir>-second`), keeps `--busy` processes spinning on
 the cores, then boots the three systemd hosts (tests/lab/nspawn.py) and powers them off
-`--boots` times. Per boot it prints the seconds until every host's sshd answered, each
-host's `systemctl is-system-running --wait` (over SSH: `running` when no unit failed), the
-mounts of the rootfs or of the hosts' folders left on the machine after the power-off,
-and whether the shared rootfs (every host's lower layer) changed; a boot that failed
-prints the lab's error (the failing unit and its status lines). Last, a summary line;
-exit 1 if any boot failed. Both labs go down at the end, the busy processes are stopped.
+`--boots` times (`--late-link S`: this machine brings its end of each host's veth up S
+seconds late, as a busy machine may, so host0 gets its address late). Per boot it prints
+the seconds until every host's sshd answered, each host's `systemctl is-system-running
+--wait` (over SSH: `running` when no unit failed), the mounts of the rootfs or of the
+hosts' folders left on the machine after the power-off, and whether the shared rootfs
+(every host's lower layer) changed; a boot that failed prints the lab's error (the
+failing unit and its status lines). Last, a summary line; exit 1 if any boot failed.
+Both labs go down at the end, the busy processes are stopped.
 """
 
 from __future__ import annotations
@@ -105,7 +107,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.lab.nspawn_soak")
     parser.add_argument("--boots", type=int, default=20)
     parser.add_argument("--busy", type=int, default=2, help="processes spinning meanwhile")
+    parser.add_argument(
+        "--late-link",
+        type=float,
+        default=0.0,
+        help="seconds this machine waits before it brings its end of each veth up",
+    )
     args = parser.parse_args(argv)
+    nspawn.LATE_LINK = args.late_link
     lab = Lab()
     other = second_lab(lab.root.with_name(lab.root.name + "-second"))
     spinners: list[subprocess.Popen[bytes]] = []

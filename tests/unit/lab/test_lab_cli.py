@@ -63,6 +63,7 @@ def test_the_llamacpp_example_points_at_the_labs_systemd_hosts_and_validates(
         assert f"address: {lab.address_of(host)}\n" in texts[f"hosts/{host}.yaml"]
     assert f"url: http://{lab.address_of('gateway')}:4000" in texts["gateway.yaml"]
     assert "command: fleet-gateway-restart" in texts["gateway.yaml"]
+    assert "retired_aliases: [sec-old, code-legacy]" in texts["gateway.yaml"]
     for seat, host in (("coder", "rtx3090"), ("mid", "rtx5070"), ("big", "apu")):
         model = next(ln for ln in texts[f"seats/{seat}.yaml"].splitlines() if "model:" in ln)
         assert model.split("/models/")[1] in lab.hosts[host].spec.models, (seat, model)
