@@ -25,6 +25,7 @@ unit sees the GPUs its CUDA_VISIBLE_DEVICES names (tests/lab/engine/gpu.py).
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -57,6 +58,7 @@ GPU_MODELS = (
 RTX_5070_MODELS = ("gemma-3-12b-it-q4_k_m.gguf", "qwen3-0.6b-q8_0.gguf")  # the example's mid
 APU_MODELS = (*CPU_MODELS, "qwen3-8b-q4_k_m.gguf")  # the example's big, made to fit here
 ROLE = "nspawn"
+INIT_ROLE = "nspawn-init"  # the container's pid 1, recorded beside its nspawn
 # Seconds this machine waits before it brings its end of a host's veth up: 0, but for
 # tests.lab.nspawn_soak --late-link, which plays a busy machine that comes late
 LATE_LINK = 0.0
@@ -203,6 +205,9 @@ def start(lab: Lab, host: SystemdHost, rootfs: Path) -> int:
     if leader is None or namespace is None:
         raise LabError(f"no init of {host.name} under nspawn {record.pid}; see {log}")
     lab.state.add_proc(record, namespace)
+    lab.state.add_proc(
+        procs.ProcRecord(INIT_ROLE, host.name, leader, procs.start_time(leader) or 0)
+    )
     return leader
 
 
@@ -258,10 +263,22 @@ def read(path: str) -> str:
 
 def halt(lab: Lab, hosts: list[SystemdHost]) -> None:
     """Power the hosts off (nspawn's SIGTERM), take them out of the lab's files and
-    remove their overlays and run dirs (/run/fleet-lab/<slot>/<host>)."""
+    remove their overlays and run dirs (/run/fleet-lab/<slot>/<host>).
+
+    A container still there 15 s after its nspawn's SIGTERM is stuck in its shutdown
+    (seen: `Failed to start systemd-halt.service`, then nothing). A second SIGTERM makes
+    nspawn kill it at once; a SIGKILL to nspawn instead left its pid 1 running, with
+    the shared rootfs under its overlay while the overlay's upper directory was removed.
+    So last, a pid 1 (recorded as INIT_ROLE) that outlived its nspawn gets a SIGKILL,
+    which ends its whole pid namespace, and so its mounts.
+    """
     names = {h.name for h in hosts}
-    mine = [r for r in lab.state.procs if r.role == ROLE and r.host in names]
-    procs.stop([r.pid for r in mine if procs.is_ours(r)], timeout=15.0)
+    mine = [r for r in lab.state.procs if r.role in (ROLE, INIT_ROLE) and r.host in names]
+    nspawns = [r.pid for r in mine if r.role == ROLE and procs.is_ours(r)]
+    for pid in nspawns:
+        procs.send(pid, signal.SIGTERM)
+    procs.stop(procs.wait_gone(nspawns, 15.0), timeout=5.0)
+    procs.stop([r.pid for r in mine if r.role == INIT_ROLE and procs.is_ours(r)], timeout=0.0)
     for child in lab.children:
         child.poll()  # reap the nspawns that exited: no zombie per boot until the lab's down
     with lab.state.lock:

@@ -8,11 +8,12 @@ the cores, then boots the three systemd hosts (tests/lab/nspawn.py) and powers t
 `--boots` times (`--late-link S`: this machine brings its end of each host's veth up S
 seconds late, as a busy machine may, so host0 gets its address late). Per boot it prints
 the seconds until every host's sshd answered, each host's `systemctl is-system-running
---wait` (over SSH: `running` when no unit failed), the mounts of the rootfs or of the
-hosts' folders left on the machine after the power-off, and whether the shared rootfs
-(every host's lower layer) changed; a boot that failed prints the lab's error (the
-failing unit and its status lines). Last, a summary line; exit 1 if any boot failed.
-Both labs go down at the end, the busy processes are stopped.
+--wait` (over SSH: `running` when no unit failed), any host still running after the
+power-off (`LEFT-RUNNING`), the mounts of the rootfs or of the hosts' folders left on the
+machine, and whether the shared rootfs (every host's lower layer) changed; a boot that
+failed prints the lab's error (the failing unit and its status lines). Last, a summary
+line; exit 1 if any boot failed. Both labs go down at the end, the busy processes are
+stopped.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import nspawn
+from . import nspawn, procs
 from .lab import Lab
 from .nspawn_layer import ensure_rootfs
 from .procs import LabError
@@ -55,13 +56,16 @@ def one_boot(lab: Lab) -> tuple[float, float, str]:
     started = time.monotonic()
     hosts = nspawn.boot(lab)
     up = time.monotonic() - started
+    inits = [r for r in lab.state.procs if r.role == nspawn.INIT_ROLE]
     try:
         wait = "systemctl is-system-running --wait"
         states = [f"{h.name}={lab.run(h.name, wait, timeout=180).stdout.strip()}" for h in hosts]
     finally:
         halted = time.monotonic()
         nspawn.halt(lab, hosts)
-    return up, time.monotonic() - halted, " ".join(states)
+    down = time.monotonic() - halted
+    states += [f"{r.host}=LEFT-RUNNING" for r in inits if procs.is_ours(r)]
+    return up, down, " ".join(states)
 
 
 def soak(lab: Lab, boots: int) -> bool:
