@@ -1,9 +1,12 @@
-"""`python -m tests.lab up|down|status|rewrite-desired DIR [--gpu-hosts N] [--slot N]`.
+"""`python -m tests.lab up|down|status|rewrite-desired DIR [--gpu-hosts N] [--slot N] [--systemd]`.
 
 The lab from the command line. `--slot` (or FLEET_LAB_SLOT) is the slot `up` takes;
-without it `up` takes the lab directory's own slot (or the next free one). `down` and
-`status` act on the lab where its state records it. `rewrite-desired DIR` points a copy
-of desired/ at the lab: the example's nominal addresses become the lab's.
+without it `up` takes the lab directory's own slot (or the next free one). `up --systemd`
+also boots the lab's systemd hosts (rtx3090, apu, rtx5070: tests/lab/nspawn.py), on which
+the llama.cpp example fleet runs. `down` and `status` act on the lab where its state
+records it (its systemd hosts too). `rewrite-desired DIR` points a copy of an example's
+desired/ at the lab (tests/lab/examples.py): desired/'s nominal addresses become the
+lab's; the llama.cpp example's hosts become the lab's systemd hosts.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import sys
 import time
 from pathlib import Path
 
+from . import examples, nspawn
 from .lab import Lab
 from .procs import LabError
 from .slots import SLOTS, check_slot
@@ -43,9 +47,16 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         default=None,
         help=f"the lab's slot 0..{SLOTS - 1} (addresses, bridges, pools, run dirs)",
     )
+    parser.add_argument(
+        "--systemd",
+        action="store_true",
+        help="up: also boot the systemd hosts rtx3090, apu, rtx5070 (the llama.cpp example's)",
+    )
     args = parser.parse_args(argv)
     if (args.action == "rewrite-desired") != (args.directory is not None):
         parser.error("a directory goes with rewrite-desired, and only with it")
+    if args.systemd and args.action != "up":
+        parser.error("--systemd goes with up (down and status find the systemd hosts)")
     return args
 
 
@@ -61,13 +72,17 @@ def main(argv: list[str] | None = None) -> int:
     started = time.monotonic()
     try:
         lab = Lab(gpu_hosts=args.gpu_hosts, slot=args.slot)
+        if args.action in ("status", "rewrite-desired"):
+            nspawn.running(lab)  # the systemd hosts an `up --systemd` booted
         if args.action == "rewrite-desired":
-            changed = lab.rewrite_desired(args.directory)
+            changed = examples.point_at_lab(lab, args.directory)
             print(f"{len(changed)} file(s) in {args.directory} now name the lab ({where(lab)})")
             return 0
         with lab.locked(timeout=60):
             if args.action == "up":
                 lab.up()
+                if args.systemd:
+                    nspawn.boot(lab)
                 print(f"lab up in {time.monotonic() - started:.1f}s, {where(lab)}")
                 print(f"  source {lab.env_file}   # FLEET_SSH_CONFIG, LITELLM_MASTER_KEY")
                 if lab.gateway_host is not None:

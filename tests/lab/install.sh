@@ -11,12 +11,15 @@
 #         docker CLI plugin; litellm[proxy] in its own venv outside the repo
 #   systemd hosts: systemd-container pinned to the installed systemd version (unpinned it
 #         upgrades the machine's own systemd) and mmdebstrap; the hosts' rootfs is built by
-#         the lab on first use (tests/lab/nspawn_layer.py) and cached under /opt/fleet-lab
+#         the lab on first use (tests/lab/nspawn_layer.py) and cached in the lab cache
+#   the lab cache: FLEET_LAB_CACHE (default /opt/fleet-lab), where every part lives
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
 LITELLM_VERSION=1.108.7
 COMPOSE_VERSION=2.40.3
-litellm_venv="${FLEET_LAB_LITELLM_VENV:-/opt/fleet-lab/litellm-venv}"
+# The lab cache (tests/lab/cache.py): FLEET_LAB_CACHE, /opt/fleet-lab unless set.
+cache="${FLEET_LAB_CACHE:-/opt/fleet-lab}"
+litellm_venv="${FLEET_LAB_LITELLM_VENV:-$cache/litellm-venv}"
 plugin=/usr/local/lib/docker/cli-plugins/docker-compose
 packages=(docker.io openssh-server openssh-client busybox-static iproute2 python3 python3-venv
           util-linux procps prometheus nginx-light rsync curl cmake g++ ninja-build)
@@ -85,7 +88,7 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$LITELLM_VERSION" ]; then
 fi
 
 # The real engines (a CPU build of vLLM in a venv, llama-server built from source), for
-# the tests that need a real engine: each part is cached under /opt/fleet-lab and costs
+# the tests that need a real engine: each part is cached in the lab cache and costs
 # nothing once there. Both run at once (one mostly downloads, the other compiles).
 # FLEET_REAL_ENGINES=0 leaves them out; their tests are then skipped, saying why.
 if [ "${FLEET_REAL_ENGINES:-1}" != 0 ]; then

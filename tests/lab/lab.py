@@ -91,15 +91,14 @@ class Lab(LabLayout):
         self.children.clear()
 
     def status(self) -> dict[str, dict[str, bool]]:
-        """Per host: is its dockerd running, does its sshd answer (and the gateway)?"""
+        """Per host: is its dockerd running (a systemd host: its container), does its sshd
+        answer (and the gateway)?"""
         recorded = LabState.load(self.root / "state.json")
         out: dict[str, dict[str, bool]] = {}
         for host in self.hosts.values():
             mine = [r for r in recorded.procs if r.host == host.name]
-            row = {
-                role: any(r.role == role and is_ours(r) for r in mine)
-                for role in ("dockerd", "sshd")
-            }
+            roles = ("nspawn",) if any(r.role == "nspawn" for r in mine) else ("dockerd", "sshd")
+            row = {role: any(r.role == role and is_ours(r) for r in mine) for role in roles}
             row["ssh_port"] = port_open(host.address, SSH_PORT)
             if host.spec.gateway:
                 row["gateway"] = gateway.wait_ready(self.gateway_url, timeout=1)

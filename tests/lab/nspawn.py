@@ -25,6 +25,7 @@ unit sees the GPUs its CUDA_VISIBLE_DEVICES names (tests/lab/engine/gpu.py).
 from __future__ import annotations
 
 import shutil
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -35,9 +36,11 @@ from . import models, procs, sshcfg
 from .bringup import port_open, procs_path, wait_for
 from .hosts import LabHost, write_gpu_state
 from .image import ENGINE_SRC
+from .nspawn_diag import why_down
 from .nspawn_layer import ensure_rootfs, write_layer
 from .procs import LabError
 from .spec import CPU_MODELS, RTX_3090, SSH_PORT, HostSpec, make_gpus
+from .state import LabState
 
 RTX_5070 = "NVIDIA GeForce RTX 5070"
 
@@ -55,6 +58,10 @@ GPU_MODELS = (
 RTX_5070_MODELS = ("gemma-3-12b-it-q4_k_m.gguf", "qwen3-0.6b-q8_0.gguf")  # the example's mid
 APU_MODELS = (*CPU_MODELS, "qwen3-8b-q4_k_m.gguf")  # the example's big, made to fit here
 ROLE = "nspawn"
+INIT_ROLE = "nspawn-init"  # the container's pid 1, recorded beside its nspawn
+# Seconds this machine waits before it brings its end of a host's veth up: 0, but for
+# tests.lab.nspawn_soak --late-link, which plays a busy machine that comes late
+LATE_LINK = 0.0
 
 
 def specs() -> tuple[HostSpec, ...]:
@@ -128,14 +135,29 @@ def boot(lab: Lab) -> list[SystemdHost]:
     """Boot the lab's systemd hosts (added to `lab.hosts`, its SSH files and its state)."""
     rootfs = ensure_rootfs()
     hosts = [SystemdHost(s, lab.root / "hosts" / s.name, lab.slot) for s in specs()]
+    try:
+        for host in hosts:
+            lab.hosts[host.name] = host
+            prepare(lab, host)
+        write_client_files(lab)
+        inits = {host.name: start(lab, host, rootfs) for host in hosts}
+        for host in hosts:
+            finish(host, inits[host.name])
+    except BaseException:
+        halt(lab, hosts)  # a host that did not come up leaves nothing in the lab
+        raise
+    return hosts
+
+
+def running(lab: Lab) -> list[SystemdHost]:
+    """The systemd hosts the lab's state records as booted (by `up --systemd` in another
+    process, say), added to `lab.hosts`."""
+    records = LabState.load(lab.state.path).procs
+    booted = {r.host for r in records if r.role == ROLE and procs.is_ours(r)}
+    hosts = [SystemdHost(s, lab.root / "hosts" / s.name, lab.slot) for s in specs()]
+    hosts = [h for h in hosts if h.name in booted]
     for host in hosts:
         lab.hosts[host.name] = host
-        prepare(lab, host)
-    write_client_files(lab)
-    for host in hosts:
-        start(lab, host, rootfs)
-    for host in hosts:
-        finish(host)
     return hosts
 
 
@@ -166,27 +188,37 @@ def write_client_files(lab: Lab) -> None:
     shutil.copyfile(lab.known_hosts, lab.home / ".ssh" / "known_hosts")
 
 
-def start(lab: Lab, host: SystemdHost, rootfs: Path) -> None:
-    """Start nspawn (recorded with the container's mount namespace), address the veth."""
+def start(lab: Lab, host: SystemdHost, rootfs: Path) -> int:
+    """Start nspawn (recorded with the container's mount namespace), address the veth;
+    the container's pid 1 (as this machine numbers it)."""
     env = {"PATH": procs_path(), "LANG": "C.UTF-8", "SYSTEMD_NSPAWN_LOCK": "0"}
     log = host.root / "logs" / "nspawn.log"
     record, proc = procs.spawn(ROLE, host.name, nspawn_command(lab, host, rootfs), log, env)
     lab.children.append(proc)
     lab.state.add_proc(record)
     wait_for(f"{host.veth} of {host.name} (see {log})", lambda: link_exists(host.veth), 30)
+    time.sleep(LATE_LINK)
     procs.run(["ip", "addr", "add", host.machine_side, "dev", host.veth])
-    procs.run(["ip", "link", "set", host.veth, "up"])
+    procs.run(["ip", "link", "set", host.veth, "up"])  # host0 gets its carrier, then its address
     leader = container_init(record.pid)
     namespace = procs.mount_namespace(leader) if leader else None
-    if namespace is None:
+    if leader is None or namespace is None:
         raise LabError(f"no init of {host.name} under nspawn {record.pid}; see {log}")
     lab.state.add_proc(record, namespace)
+    lab.state.add_proc(
+        procs.ProcRecord(INIT_ROLE, host.name, leader, procs.start_time(leader) or 0)
+    )
+    return leader
 
 
-def finish(host: SystemdHost) -> None:
-    """Wait until the host's sshd answers."""
+def finish(host: SystemdHost, init_pid: int) -> None:
+    """Wait until the host's sshd answers; else fail saying why, as the host tells it
+    (the failing unit and its status lines, tests.lab.nspawn_diag)."""
     log = host.root / "logs" / "nspawn.log"
-    wait_for(f"sshd of {host.name} (see {log})", lambda: port_open(host.address, SSH_PORT), 60)
+    try:
+        wait_for(f"sshd of {host.name} (see {log})", lambda: port_open(host.address, SSH_PORT), 60)
+    except LabError as err:
+        raise LabError(f"{err}\n{why_down(init_pid, log)}") from None
 
 
 def link_exists(name: str) -> bool:
@@ -231,10 +263,24 @@ def read(path: str) -> str:
 
 def halt(lab: Lab, hosts: list[SystemdHost]) -> None:
     """Power the hosts off (nspawn's SIGTERM), take them out of the lab's files and
-    remove their overlays and run dirs (/run/fleet-lab/<slot>/<host>)."""
+    remove their overlays and run dirs (/run/fleet-lab/<slot>/<host>).
+
+    A container still there 15 s after its nspawn's SIGTERM is stuck in its shutdown
+    (seen: `Failed to start systemd-halt.service`, then nothing). A second SIGTERM makes
+    nspawn kill it at once; a SIGKILL to nspawn instead left its pid 1 running, with
+    the shared rootfs under its overlay while the overlay's upper directory was removed.
+    So last, a pid 1 (recorded as INIT_ROLE) that outlived its nspawn gets a SIGKILL,
+    which ends its whole pid namespace, and so its mounts.
+    """
     names = {h.name for h in hosts}
-    mine = [r for r in lab.state.procs if r.role == ROLE and r.host in names]
-    procs.stop([r.pid for r in mine if procs.is_ours(r)], timeout=15.0)
+    mine = [r for r in lab.state.procs if r.role in (ROLE, INIT_ROLE) and r.host in names]
+    nspawns = [r.pid for r in mine if r.role == ROLE and procs.is_ours(r)]
+    for pid in nspawns:
+        procs.send(pid, signal.SIGTERM)
+    procs.stop(procs.wait_gone(nspawns, 15.0), timeout=5.0)
+    procs.stop([r.pid for r in mine if r.role == INIT_ROLE and procs.is_ours(r)], timeout=0.0)
+    for child in lab.children:
+        child.poll()  # reap the nspawns that exited: no zombie per boot until the lab's down
     with lab.state.lock:
         lab.state.procs = [r for r in lab.state.procs if r not in mine]
         for name in names:

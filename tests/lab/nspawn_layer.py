@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from . import procs
+from .cache import cached
 from .image import LLAMA_SERVER_SCRIPT, VLLM_SCRIPT
 from .spec import SSH_PORT
 
@@ -23,9 +24,10 @@ if TYPE_CHECKING:
     from .lab import Lab
     from .nspawn import SystemdHost
 
-ROOTFS = Path(os.environ.get("FLEET_LAB_SYSTEMD_ROOTFS", "/opt/fleet-lab/systemd-rootfs"))
+ROOTFS = cached("systemd-rootfs", "FLEET_LAB_SYSTEMD_ROOTFS")
 MIRROR = os.environ.get("FLEET_LAB_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PACKAGES = "systemd,systemd-sysv,dbus,openssh-server,python3,iproute2,procps,ca-certificates"
+PRIVATE_MOUNTS = ("unshare", "--mount", "--propagation", "private")
 MASKED = ("systemd-tmpfiles-setup-dev.service", "systemd-update-utmp-runlevel.service")
 
 
@@ -41,8 +43,10 @@ def ensure_rootfs() -> Path:
             return ROOTFS
         building = ROOTFS.with_name(ROOTFS.name + ".building")
         shutil.rmtree(building, ignore_errors=True)
-        command = ["mmdebstrap", "--variant=minbase", f"--include={PACKAGES}", "bookworm"]
-        procs.run([*command, str(building), MIRROR], timeout=900)
+        # mmdebstrap mounts /proc, /sys and /dev inside the tree while it builds: in a
+        # mount namespace of its own, a build that is killed half-way leaves no mount
+        command = [*PRIVATE_MOUNTS, "mmdebstrap", "--variant=minbase", f"--include={PACKAGES}"]
+        procs.run([*command, "bookworm", str(building), MIRROR], timeout=900)
         building.rename(ROOTFS)
     return ROOTFS
 
@@ -55,10 +59,19 @@ def write(path: Path, text: str, mode: int = 0o644) -> None:
     path.chmod(mode)
 
 
-def sshd_dropin(host: SystemdHost) -> str:
-    """sshd_config.d drop-in: the lab's port, host key and client key, nothing else."""
+def sshd_dropin() -> str:
+    """sshd_config.d drop-in: the lab's port, host key and client key, nothing else.
+
+    sshd listens on every address of the host's own network namespace (host0 and lo),
+    not on host0's address alone: networkd gives host0 its address only once host0 has
+    a carrier, i.e. once this machine's end of the veth is up (nspawn.start), which on a
+    busy machine comes after the boot has reached ssh.service. A bind to the address then
+    failed (`Bind to port 2222 on <address> failed: Cannot assign requested address`,
+    `fatal: Cannot bind any address`, exit 255, which Debian's ssh.service does not
+    restart), and the host never answered. Recorded in tests/corpus/systemd/boot-*.
+    """
     return (
-        f"ListenAddress {host.address}:{SSH_PORT}\n"
+        f"ListenAddress 0.0.0.0:{SSH_PORT}\n"
         "HostKey /etc/ssh/fleet-lab/ssh_host_ed25519_key\n"
         "AuthorizedKeysFile /etc/ssh/fleet-lab/authorized_keys\n"
         "PermitRootLogin prohibit-password\nPasswordAuthentication no\n"
@@ -84,7 +97,7 @@ def write_layer(lab: Lab, host: SystemdHost) -> None:
     # does not need: nspawn populates the container's /dev itself, and nothing reads utmp.
     for unit in MASKED:
         (etc / "systemd/system" / unit).symlink_to("/dev/null")
-    write(etc / "ssh/sshd_config.d/10-fleet-lab.conf", sshd_dropin(host))
+    write(etc / "ssh/sshd_config.d/10-fleet-lab.conf", sshd_dropin())
     keys = etc / "ssh/fleet-lab"
     keys.mkdir(parents=True, exist_ok=True)
     shutil.copyfile(host.root / "ssh_host_ed25519_key", keys / "ssh_host_ed25519_key")

@@ -31,7 +31,10 @@ import requests
 from . import claims, procs
 from .state import LabState
 
-ROLE_ORDER = ("front", "gateway", "nspawn", "sshd", "dockerd")  # nspawn: systemd hosts (nspawn.py)
+# nspawn: systemd hosts (nspawn.py); nspawn-init: a host's pid 1 still there after its
+# nspawn, stuck in its shutdown: killed at once (its whole pid namespace goes with it)
+ROLE_ORDER = ("front", "gateway", "nspawn", "nspawn-init", "sshd", "dockerd")
+AT_ONCE = ("nspawn-init",)
 
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -124,7 +127,7 @@ def stop_recorded(state: LabState) -> None:
     """Stop the recorded daemons, the gateway's front and proxies first, engines last."""
     for role in ROLE_ORDER:
         mine = [r.pid for r in state.procs if r.role == role and procs.is_ours(r)]
-        procs.stop(mine, timeout=10.0)
+        procs.stop(mine, timeout=0.0 if role in AT_ONCE else 10.0)
 
 
 def container_ids(state: LabState) -> set[str]:

@@ -1,6 +1,7 @@
 """The real engines in the lab: a CPU build of vLLM and llama-server built from source,
 installed once by tests/lab/install.sh (install-vllm.sh, install-llamacpp.sh) and cached
-under /opt/fleet-lab, serving tiny random-weight models the lab writes itself.
+in the lab cache (FLEET_LAB_CACHE, tests/lab/cache.py), serving tiny random-weight
+models the lab writes itself.
 
 `FLEET_REAL_ENGINES=0` leaves them out: install.sh installs neither, and every test that
 needs one is skipped with the reason shown in pytest's summary (`-ra`), never silently.
@@ -13,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.lab.cache import CACHE as CACHE  # where the real engines are cached
+
 ENV_VAR = "FLEET_REAL_ENGINES"
 SKIP_MARK = "real engine"  # in every reason `require` gives; tests/conftest.py counts them
-CACHE = Path(os.environ.get("FLEET_LAB_CACHE", "/opt/fleet-lab"))
 
 
 def wanted() -> bool:
