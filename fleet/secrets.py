@@ -107,6 +107,18 @@ def redact_url(url: str) -> str:
     return _URL_TOKEN.sub(lambda m: m.group(0).replace(m.group("value"), "***"), url)
 
 
+def mask_mapping(mapping: Any) -> Any:
+    """A mapping fit to print: values of secret-named keys as `***`, URLs redacted."""
+    if isinstance(mapping, dict):
+        return {
+            k: "***" if isinstance(k, str) and SECRET_KEY_NAMES.search(k) else mask_mapping(v)
+            for k, v in mapping.items()
+        }
+    if isinstance(mapping, list):
+        return [mask_mapping(v) for v in mapping]
+    return redact_url(mapping) if isinstance(mapping, str) else mapping
+
+
 def _is_literal(value: Any) -> bool:
     if value is None or isinstance(value, bool | dict | list):
         return False

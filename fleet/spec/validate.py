@@ -232,8 +232,8 @@ def check_secrets(src: Sources) -> Iterator[Problem]:
 
 def check_argv_references(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     """No `${VAR}` in a seat's `extra_args`: an engine's argv is no place for a secret
-    (`ps` shows it to every user of the host, `docker inspect` to the docker group) and
-    a systemd unit would pass the text `${VAR}` itself."""
+    (`ps` shows it to every user of the host, the container runtime to whoever may
+    inspect it) and a systemd unit would pass the text `${VAR}` itself."""
     for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         for index, arg in enumerate(seat.extra_args):
             if secrets.INTERPOLATION.search(arg):
