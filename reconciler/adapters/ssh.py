@@ -21,6 +21,7 @@ from typing import Any
 
 from fleet.errors import HostAuthError, HostError, HostUnreachable
 from fleet.spec.models import Host
+from reconciler.adapters import sftp_files
 from reconciler.host import CommandResult as CommandResult
 from reconciler.host import checked
 
@@ -216,16 +217,16 @@ class HostConnection:
         except (paramiko.SSHException, OSError) as err:
             raise HostError(f"cannot read {path}: {err}", where=self.target.name) from err
 
-    def write_file_atomic(self, path: str, text: str, mode: int = 0o644) -> None:
-        """Write via a temporary file in the same directory, then rename over `path`."""
+    def write_file_atomic(
+        self, path: str, text: str, mode: int | None = None, *, mode_of: str | None = None
+    ) -> None:
+        """Replace a file at once, secret files never readable by others on the way
+        (`reconciler.adapters.sftp_files.write_atomic`); `mode` None keeps the mode of
+        `mode_of` (default: `path`) where it exists, else 0644."""
         self.journal.append(("sftp-write", path))
-        temporary = f"{path}.fleet-tmp"
         try:
             with self.client.open_sftp() as sftp:
-                with sftp.open(temporary, "w") as handle:
-                    handle.write(text.encode())
-                sftp.chmod(temporary, mode)
-                sftp.posix_rename(temporary, path)
+                sftp_files.write_atomic(sftp, path, text.encode(), mode, mode_of=mode_of)
         except (paramiko.SSHException, OSError) as err:
             raise HostError(f"cannot write {path}: {err}", where=self.target.name) from err
 
