@@ -21,7 +21,6 @@ from typing import Any
 
 from fleet.errors import HostAuthError, HostError, HostUnreachable
 from fleet.spec.models import Host
-from reconciler.adapters import sftp_files
 from reconciler.host import CommandResult as CommandResult
 from reconciler.host import checked
 
@@ -47,6 +46,8 @@ def defer_import(name: str) -> None:
 
 defer_import("invoke")
 import paramiko  # noqa: E402  (after the deferral, which must come first)
+
+from reconciler.adapters import sftp_files  # noqa: E402  (it imports paramiko)
 
 # paramiko logs refused channels and failed handshakes itself; fleet reports them once, as
 # HostErrors, so its own logger stays quiet.
