@@ -178,6 +178,28 @@ def mask_argv(argv: tuple[str, ...]) -> tuple[str, ...]:
 _URL_CREDENTIALS = re.compile(r"://[^/\s:@]+:[^/\s@]+@")
 
 
+def without_secret_args(args: list[str]) -> tuple[list[str], list[str]]:
+    """Arguments fit for desired/, and what was left out: each secret flag with its value
+    (`--api-key K`, `--hf-token=K`) and any argument holding a URL's credentials."""
+    kept: list[str] = []
+    dropped: list[str] = []
+    skip_value = False
+    for arg in args:
+        if skip_value and not arg.startswith("-"):
+            skip_value = False
+            continue
+        skip_value = False
+        name, equals, _ = arg.partition("=")
+        if SECRET_FLAG.match(name):
+            dropped.append(name)
+            skip_value = not equals
+        elif _url_secret(arg):
+            dropped.append(redact_url(arg))
+        else:
+            kept.append(arg)
+    return kept, dropped
+
+
 def mask_env_value(name: str, value: str) -> str:
     """An environment value fit for desired/: `${NAME}` in place of anything that looks
     secret (a secret-sounding name, a known key shape, credentials in a URL)."""
@@ -187,5 +209,6 @@ def mask_env_value(name: str, value: str) -> str:
         SECRET_KEY_NAMES.search(name) is not None
         or any(pattern.search(value) for _, pattern in KEY_SHAPES)
         or _URL_CREDENTIALS.search(value) is not None
+        or _url_secret(value) is not None
     )
     return f"${{{name}}}" if looks_secret and value else value
