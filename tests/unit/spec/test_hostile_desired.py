@@ -291,3 +291,12 @@ def test_literal_secrets_are_told_by_name_and_by_shape(
 )
 def test_references_delivered_without_argv_stay_valid(edits: list[tuple[str, str, str]]) -> None:
     assert [str(p) for p in problems_after(edits) if p.severity == "error"] == []
+
+
+def test_a_control_character_in_a_key_is_shown_escaped_on_one_line() -> None:
+    edits = [("fleet.yaml", "name: lab-fleet", 'name: {"a\\x1eb\\u2028": x}')]
+    problems = [str(p) for p in problems_after(edits)]
+    assert "desired/fleet.yaml:2: error: name.a\\x1eb\\u2028: control character U+001E is " in (
+        "\n".join(problems)
+    )
+    assert all(len(p.splitlines()) == 1 for p in problems)
