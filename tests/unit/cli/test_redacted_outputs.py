@@ -26,8 +26,9 @@ def test_gateway_credentials_are_redacted_in_inventory_and_plan(tmp_path: Path) 
     fake.hosts["gateway"].files[GATEWAY_CONFIG] = WITH_CREDENTIALS
     inventory = fake.fleet("inventory", "--write")
     plan = fake.fleet("plan")
-    saved = fake.fleet("plan", "--json")
+    saved = fake.fleet("plan", "--json", "--out", str(tmp_path / "plan.json"))
     written = [p.read_text() for p in (fake.root / "inventory").iterdir()]
+    written.append((tmp_path / "plan.json").read_text())
     assert inventory.returncode == 0, inventory.stderr
     assert "https://ops:***@llm.example/v1" in "".join(written)
     assert "adopt the hand-written entry: http://ops:***@127.0.0.11:8099/v1" in plan.stdout
