@@ -20,6 +20,7 @@ import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
+from fleet.secrets import redact_url
 from fleet.spec.load import Loc, Sources
 from fleet.spec.models import DesiredFleet, Host, Seat
 from fleet.spec.problems import Problem
@@ -31,6 +32,8 @@ HOSTNAME = re.compile(
     r"^(?=.{1,253}$)[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?"
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?)*$"
 )
+IMAGE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._/:@+-]{0,254}$")
+URL = re.compile(r"^https?://[^\s/?#@]+(?:/[^\s]*)?$")
 USER = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,31}$")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _PATH_CHARS = re.compile(r"^[A-Za-z0-9._@+=,~/-]+$")
@@ -125,6 +128,7 @@ def _check_seat(seat: Seat, host: Host | None, src: Sources) -> Iterator[Problem
     if not SERVED.match(seat.served_name):
         message = f"served_name {seat.served_name!r}: {_SERVED_RULE}"
         yield src.problem(rel, ("served_name",), message)
+    yield from _check_image(seat, host, rel, src)
     for index, alias in enumerate(seat.aliases):
         if not SERVED.match(alias):
             yield src.problem(rel, ("aliases", index), f"alias {alias!r}: {_SERVED_RULE}")
@@ -136,6 +140,16 @@ def _check_seat(seat: Seat, host: Host | None, src: Sources) -> Iterator[Problem
     if seat.speculative is not None and seat.speculative.draft_model is not None:
         loc = ("speculative", "draft_model")
         yield from _check_model_path(rel, loc, seat.speculative.draft_model, root, src)
+
+
+def _check_image(seat: Seat, host: Host | None, rel: str, src: Sources) -> Iterator[Problem]:
+    """A systemd seat's executable is a plain absolute path; an image reference has no
+    whitespace or shell character (the runtimes' own rules judge the rest)."""
+    if host is not None and host.runtime == "systemd" and seat.image.startswith("/"):
+        if (why := host_path_problem(seat.image)) is not None:
+            yield src.problem(rel, ("image",), f"image {seat.image!r} {why}")
+    elif not IMAGE.match(seat.image):
+        yield src.problem(rel, ("image",), f"image {seat.image!r} is not an image reference")
 
 
 def _check_model_path(
@@ -161,6 +175,10 @@ def _check_gateway(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     for loc, value in paths.items():
         if (why := host_path_problem(value)) is not None:
             yield src.problem(rel, loc, f"{'.'.join(map(str, loc))} {value!r} {why}")
+    if not URL.match(gateway.url) or not is_address(_url_host(gateway.url)):
+        yield src.problem(
+            rel, ("url",), f"url {redact_url(gateway.url)!r} is not http(s)://host[:port][/path]"
+        )
     if front is not None and front.proxy_address and not is_address(front.proxy_address):
         yield src.problem(rel, ("front", "proxy_address"), f"front.proxy_address {_NOT_ADDRESS}")
     container = gateway.restart.container if gateway.restart else None
@@ -173,6 +191,13 @@ def _check_gateway(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
     for key, alias in named:
         if not SERVED.match(alias):
             yield src.problem(rel, (key,), f"alias {alias!r}: {_SERVED_RULE}")
+
+
+def _url_host(url: str) -> str:
+    netloc = url.split("://", 1)[-1].split("/", 1)[0]
+    if netloc.startswith("["):  # [IPv6]:port
+        return netloc[1:].split("]", 1)[0]
+    return netloc.rsplit(":", 1)[0] if netloc.count(":") == 1 else netloc
 
 
 def is_address(value: str) -> bool:

@@ -197,6 +197,16 @@ SHAPES = [
         "desired/fleet.yaml:3: error: ssh.config_file: the ssh_config comes from the operator",
     ),
     (
+        "image-shell",
+        [(SEC, "image: vllm/vllm-openai:v0.18.0", "image: 'vllm/vllm-openai:v0.18.0;id'")],
+        "desired/seats/sec.yaml:5: error: image 'vllm/vllm-openai:v0.18.0;id' is not an image",
+    ),
+    (
+        "gateway-url",
+        [("gateway.yaml", "url: http://127.0.0.13:4000", "url: 'http://127.0.0.13:4000 ;id'")],
+        "desired/gateway.yaml:4: error: url 'http://127.0.0.13:4000 ;id' is not http(s)://",
+    ),
+    (
         "tab-in-env",
         [(SEC, "port: 8025", 'port: 8025\nenv: {MODE: "a\\tb"}')],
         "desired/seats/sec.yaml:14: error: env.MODE: control character U+0009",
