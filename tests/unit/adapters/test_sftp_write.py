@@ -1,12 +1,14 @@
-"""How the SSH adapter writes a file, against a real SFTP server (paramiko's, in this
-process, on this machine's file system): a secrets file is 0600 from its first byte and
-created exclusively under a name no one can predict, and a file's mode is kept."""
+"""How the SSH adapter writes a file, against real SFTP servers on this machine's file
+system (paramiko's in this process, which records each open; OpenSSH's sftp-server, as
+sshd runs it): a secrets file is 0600 from its first byte and created exclusively under
+a name no one can predict, and a file's mode is kept."""
 
 from __future__ import annotations
 
 import os
 import socket
 import stat
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +17,7 @@ from typing import Any, ClassVar
 import paramiko
 import pytest
 
+from reconciler.adapters.sftp_files import write_atomic
 from reconciler.adapters.ssh import HostConnection, SshTarget
 
 
@@ -131,3 +134,60 @@ def test_a_config_keeps_its_mode_and_its_previous_copy_takes_it(
     fresh = tmp_path / "compose.yaml"
     conn.write_file_atomic(str(fresh), "services: {}\n")
     assert stat.S_IMODE(fresh.stat().st_mode) == 0o644
+
+
+SFTP_SERVER = Path("/usr/lib/openssh/sftp-server")
+
+
+class _Pipe:
+    """A socket as paramiko's SFTP client takes a channel: send, recv, a name."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self.sock = sock
+
+    def send(self, data: bytes) -> int:
+        return self.sock.send(data)
+
+    def recv(self, size: int) -> bytes:
+        return self.sock.recv(size)
+
+    def get_name(self) -> str:
+        return "sftp-server"
+
+    def close(self) -> None:
+        self.sock.close()
+
+
+@pytest.fixture
+def openssh() -> Iterator[paramiko.SFTPClient]:
+    """OpenSSH's own sftp-server (what sshd runs for SFTP), spoken to over a socket pair."""
+    if not SFTP_SERVER.exists():
+        pytest.skip("needs OpenSSH's sftp-server")
+    ours, theirs = socket.socketpair()
+    server = subprocess.Popen([str(SFTP_SERVER)], stdin=theirs, stdout=theirs)
+    theirs.close()
+    client = paramiko.SFTPClient(_Pipe(ours))  # type: ignore[arg-type]
+    yield client
+    client.close()
+    ours.close()
+    server.wait(timeout=10)
+
+
+def test_openssh_creates_the_secrets_file_with_its_mode_and_keeps_a_configs(
+    openssh: paramiko.SFTPClient, tmp_path: Path
+) -> None:
+    env, config = tmp_path / ".env", tmp_path / "config.yaml"
+    (tmp_path / ".env.fleet-tmp").symlink_to(tmp_path / "victim")
+    write_atomic(openssh, str(env), b"KEY=s3cret\n", 0o600)
+    config.write_text("old\n")
+    config.chmod(0o640)
+    write_atomic(openssh, str(config) + ".fleet-prev", b"old\n", mode_of=str(config))
+    write_atomic(openssh, str(config), b"new\n")
+    assert env.read_text() == "KEY=s3cret\n" and not (tmp_path / "victim").exists()
+    assert {p.name: stat.S_IMODE(p.lstat().st_mode) for p in tmp_path.iterdir()} == {
+        ".env": 0o600,
+        ".env.fleet-tmp": 0o777,  # the planted link, untouched
+        "config.yaml": 0o640,
+        "config.yaml.fleet-prev": 0o640,
+    }
+    assert config.read_text() == "new\n"
