@@ -69,8 +69,12 @@ class HostSession(Protocol):
         """A file's text; None if it does not exist."""
         ...
 
-    def write_file_atomic(self, path: str, text: str, mode: int = 0o644) -> None:
-        """Replace a file at once (readers see the old text or the new, never a part)."""
+    def write_file_atomic(
+        self, path: str, text: str, mode: int | None = None, *, mode_of: str | None = None
+    ) -> None:
+        """Replace a file at once (readers see the old text or the new, never a part),
+        never readable beyond `mode` on the way. `mode` None keeps the mode of `mode_of`
+        (default: `path` itself) where it exists, else 0644."""
         ...
 
     def open_tcp(self, address: str, port: int, timeout: float = 5.0) -> Channel:

@@ -13,6 +13,7 @@ from enum import StrEnum
 from fleet.base import CoreModel, Severity
 from fleet.observed.model_use import model_findings
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
+from fleet.secrets import redact, redact_url
 from fleet.spec.images import parse_image
 from fleet.spec.models import DesiredFleet, Seat
 
@@ -250,7 +251,8 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
                 kind=FindingKind.DEAD_ALIAS,
                 target=f"alias {entry.alias}",
                 severity=Severity.ERROR,
-                message=f"backend {entry.api_base} does not answer ({probe.error or 'no reply'})",
+                message=f"backend {redact_url(entry.api_base or '')} does not answer "
+                f"({redact(probe.error or 'no reply')})",
             )
             continue
         expected = (entry.model or "").split("/", 1)[-1]
@@ -260,7 +262,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
                 target=f"alias {entry.alias}",
                 severity=Severity.ERROR,
                 message=f"gateway expects model {expected!r} at "
-                f"{entry.api_base}, which serves {', '.join(probe.models)}",
+                f"{redact_url(entry.api_base or '')}, which serves {', '.join(probe.models)}",
             )
 
 

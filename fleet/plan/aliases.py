@@ -14,6 +14,7 @@ from fleet.gateways import kind_of
 from fleet.observed.gateway_config import GatewayEntry
 from fleet.observed.models import Observation
 from fleet.plan.actions import Action, ActionKind
+from fleet.secrets import mask_mapping, redact_url
 from fleet.spec.models import DesiredFleet, Gateway
 
 
@@ -84,17 +85,18 @@ def _cost(gateway: Gateway, observation: Observation) -> str:
 def _retarget_reason(entry: GatewayEntry, item: dict[str, Any], seat: str) -> str | None:
     params = dict(item["litellm_params"])
     api_base, model = params.pop("api_base"), params.pop("model")
+    was = redact_url(entry.api_base) if entry.api_base else entry.api_base
     if not entry.managed:
         if (entry.api_base, entry.model, entry.params) == (api_base, model, params):
             return None  # routes as desired/ says: adopted as it stands
-        return f"adopt the hand-written entry: {entry.api_base} -> {api_base} (seat {seat})"
+        return f"adopt the hand-written entry: {was} -> {api_base} (seat {seat})"
     if entry.seat != seat:
-        moved = f" ({entry.api_base} -> {api_base})" if entry.api_base != api_base else ""
+        moved = f" ({was} -> {api_base})" if entry.api_base != api_base else ""
         return f"seat {entry.seat} -> {seat}{moved}"
     if entry.api_base != api_base or entry.model != model:
-        return f"{entry.model} at {entry.api_base} -> {model} at {api_base}"
+        return f"{entry.model} at {was} -> {model} at {api_base}"
     if entry.params != params:
-        return f"params {entry.params} -> {params}"
+        return f"params {mask_mapping(entry.params)} -> {mask_mapping(params)}"
     info = {k: v for k, v in item["model_info"].items() if k != "id"}
     if entry.info != info:
         return f"model_info {entry.info} -> {info}"

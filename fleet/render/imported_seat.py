@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 from fleet.engines import ENGINES, Engine, read_process
 from fleet.facts.argv import EngineArgs
 from fleet.observed.models import ObservedHost, ObservedSeat
-from fleet.secrets import INTERPOLATION
+from fleet.secrets import INTERPOLATION, mask_env_value, without_secret_args
 
 
 @dataclass(frozen=True)
@@ -66,14 +66,19 @@ def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSe
     port = args.port or engine.DEFAULT_PORT
     lines.append(("port", port, "the live argv" if args.port else f"{kind}'s default port"))
     rendered = getattr(engine, "RENDERED_SWITCHES", ())  # fleet renders these anyway
-    extra = [a for a in args.extra if a not in rendered]
+    extra, secret_args = without_secret_args([a for a in args.extra if a not in rendered])
     if extra:
         lines.append(("extra_args", extra, "the other flags of the live argv"))
-    env = dict(live.container.env)
+    env = {k: mask_env_value(k, v) for k, v in sorted(live.container.env.items())}
     if env:
         lines.append(("env", env, "the container's own environment; secrets as ${VAR}"))
     variables = tuple(v for value in env.values() for v in INTERPOLATION.findall(value))
-    return ImportedSeat(name, tuple(lines), variables, tuple(_notes(live, args)))
+    notes = _notes(live, args) + [
+        f"{arg}: a secret in the engine's argv, left out of desired/; give it to the "
+        "engine through env: as a ${VAR} (its env file is 0600)"
+        for arg in secret_args
+    ]
+    return ImportedSeat(name, tuple(lines), variables, tuple(notes))
 
 
 def _gpus(live: ObservedSeat) -> tuple[str, object, str]:

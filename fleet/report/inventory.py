@@ -15,6 +15,7 @@ from fleet.observed.bench import BenchRecord
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.report.measured import MeasuredRow, measured_rows
+from fleet.secrets import redact_url
 from fleet.spec.models import DesiredFleet
 
 Routes = dict[tuple[str, int | None], list[str]]  # (address, port) -> aliases routed there
@@ -222,7 +223,7 @@ def _alias_rows(desired: DesiredFleet, observation: Observation) -> tuple[AliasR
         rows.append(
             AliasRow(
                 alias=entry.alias,
-                api_base=entry.api_base,
+                api_base=redact_url(entry.api_base) if entry.api_base else None,
                 model=entry.model,
                 seat=entry.seat,
                 managed=entry.managed,

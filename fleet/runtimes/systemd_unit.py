@@ -57,15 +57,35 @@ def quote_exec_arg(arg: str) -> str:
     escaped = arg.replace("%", "%%").replace("$", "$$")
     if _PLAIN_ARG.match(arg):
         return escaped
-    inner = escaped.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{inner}"'
+    return f'"{c_escape(escaped)}"'
 
 
 def quote_env_assignment(name: str, value: str) -> str:
     """One `Environment=` word: `"NAME=value"`, C-escaped, `%` taken literally."""
-    text = f"{name}={value}".replace("%", "%%")
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{text}"'
+    return f'"{c_escape(f"{name}={value}".replace("%", "%%"))}"'
+
+
+_C_ESCAPES = {"\\": "\\\\", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+_CONTROL = re.compile(r"[\x00-\x1f\x7f\x85\u2028\u2029]")
+
+
+def c_escape(text: str) -> str:
+    """Text for inside a quoted unit-file word: backslash and quote escaped, and every
+    character systemd could end a line on (`\\n`, `\\r`, NUL) or read as a control
+    written as its C escape, which systemd's unquoting turns back into the character."""
+    text = text.replace("\\", "\\\\").replace('"', '\\"')
+    return _CONTROL.sub(lambda m: _C_ESCAPES.get(m.group(), _hex_escape(m.group())), text)
+
+
+def _hex_escape(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def one_line(text: str) -> str:
+    """Free text for a unit key without quoting (Description=): `%` literal, and no
+    character systemd could end the line on."""
+    return _CONTROL.sub(" ", text.replace("%", "%%"))
 
 
 def is_secret(value: str) -> bool:
@@ -89,7 +109,7 @@ def unit_body(seat: Seat) -> str:
     """The unit without its spec-hash line."""
     lines = [
         "[Unit]",
-        f"Description=fleet seat {seat.name} ({seat.engine}, {seat.served_name})",
+        one_line(f"Description=fleet seat {seat.name} ({seat.engine}, {seat.served_name})"),
         "After=network-online.target",
         "Wants=network-online.target",
         f"{SEAT_KEY}={seat.name}",
@@ -151,5 +171,5 @@ def render_env_file(seat: Seat, values: Mapping[str, str]) -> str | None:
     for name in names:
         value = INTERPOLATION.sub(lambda m: values[m.group(1)], seat.env[name])
         escaped = value.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
-        lines.append(f'{name}="{escaped.replace(chr(10), " ")}"')
+        lines.append(f'{name}="{_CONTROL.sub(" ", escaped)}"')
     return "\n".join(lines) + "\n"

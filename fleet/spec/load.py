@@ -12,6 +12,7 @@ gateway config the same way.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
@@ -22,6 +23,7 @@ from fleet.spec.messages import describe_error
 from fleet.spec.model_origin import error_loc
 from fleet.spec.models import DesiredFleet, FleetSettings, Gateway, Host, Seat
 from fleet.spec.problems import Problem, Severity
+from fleet.yaml_bounds import check_bounds
 from fleet.yaml_reader import Spot, YamlDoc, read_yaml
 
 Loc = tuple[str | int, ...]
@@ -92,6 +94,10 @@ def load_fleet(files: Mapping[str, str], prefix: str = "desired") -> LoadedFleet
 
 
 def _parse_yaml(rel: str, text: str, sources: Sources, problems: list[Problem]) -> YamlDoc | None:
+    bound = check_bounds(text)
+    if bound is not None:
+        problems.append(Problem(path=sources.display(rel), line=bound.line, message=bound.message))
+        return None
     doc = read_yaml(text) or _read_round_trip(rel, text, sources, problems)
     if doc is None:
         return None
@@ -106,20 +112,31 @@ def _read_round_trip(
     rel: str, text: str, sources: Sources, problems: list[Problem]
 ) -> YamlDoc | None:
     """What only ruamel.yaml can read (or reject, with its message and line)."""
-    from ruamel.yaml.error import MarkedYAMLError
+    from ruamel.yaml.constructor import DuplicateKeyError
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
     from fleet.spec.ruamel_tree import load_round_trip
 
+    line: int | None = None
     try:
         return load_round_trip(text)
+    except DuplicateKeyError as err:  # its own words carry both values: a secret's too
+        line = err.problem_mark.line + 1 if err.problem_mark else None
+        key = _DUPLICATE_KEY.search(err.problem or "")
+        reason = f"key {key.group(1) if key else ''!r} is given twice"
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         line = mark.line + 1 if mark else None
         reason = err.problem or err.context or "invalid YAML"
-        problems.append(
-            Problem(path=sources.display(rel), line=line, message=f"YAML syntax error: {reason}")
-        )
-        return None
+    except YAMLError as err:
+        reason = str(err).splitlines()[0] if str(err) else "invalid YAML"
+    problems.append(
+        Problem(path=sources.display(rel), line=line, message=f"YAML syntax error: {reason}")
+    )
+    return None
+
+
+_DUPLICATE_KEY = re.compile(r'found duplicate key "(.{0,80}?)" with value')
 
 
 def _build_parts(sources: Sources, problems: list[Problem]) -> dict[str, Any]:

@@ -51,7 +51,9 @@ class SshSettings(CoreModel):
     """SSH client settings shared by all hosts."""
 
     config_file: str | None = Field(
-        None, description="ssh_config resolving host aliases; FLEET_SSH_CONFIG overrides it."
+        None,
+        description="Only ~/.ssh/config, the default: the ssh_config comes from the "
+        "operator's environment ($FLEET_SSH_CONFIG, else ~/.ssh/config), never desired/.",
     )
 
 

@@ -6,6 +6,8 @@ command line, which exits 1 when any of them is an error.
 
 from __future__ import annotations
 
+import re
+
 from fleet.base import CoreModel, Severity
 
 __all__ = ["Problem", "Severity", "has_errors", "sort_problems"]
@@ -21,7 +23,16 @@ class Problem(CoreModel):
 
     def __str__(self) -> str:
         where = f"{self.path}:{self.line}" if self.line else self.path
-        return f"{where}: {self.severity.value}: {self.message}"
+        return _one_line(f"{where}: {self.severity.value}: {self.message}")
+
+
+# what would end or break a terminal's line: C0 and C1 controls, DEL, line separators
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _one_line(text: str) -> str:
+    """The text with every control character as its escape: one problem, one line."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def has_errors(problems: list[Problem]) -> bool:

@@ -16,6 +16,7 @@ from fleet.spec.model_rules import check_model_origins
 from fleet.spec.models import SECOND_COPY, ConcurrencyBand, DesiredFleet, ImagePolicy, Seat
 from fleet.spec.problems import Problem, sort_problems
 from fleet.spec.seat_rules import check_memory, check_speculative, seat_file
+from fleet.spec.shapes import check_control_characters, check_shapes
 
 Rule = Callable[[DesiredFleet, Sources], Iterator[Problem]]
 
@@ -26,7 +27,8 @@ def validate_fleet(loaded: LoadedFleet, more: tuple[Rule, ...] = ()) -> list[Pro
     `more` are rules from above this layer: `fleet.engines.rules.validate_fleet` passes
     each engine's own seat rules.
     """
-    problems = list(loaded.problems) + list(check_secrets(loaded.sources))
+    sources = loaded.sources
+    problems = [*loaded.problems, *check_secrets(sources), *check_control_characters(sources)]
     if loaded.fleet is not None:
         for rule in (*RULES, *more):
             problems.extend(rule(loaded.fleet, loaded.sources))
@@ -209,6 +211,14 @@ def check_secrets(src: Sources) -> Iterator[Problem]:
                 f"{loc[-1]!r} holds a literal value: secrets never "
                 "live in desired/; write ${ENV_VAR} and set it at apply time",
             )
+        for loc, kind in secrets.find_secret_values(tree):
+            where = ".".join(str(p) for p in loc)
+            yield src.problem(
+                rel,
+                loc,
+                f"{where} holds {kind}: secrets never live in desired/; "
+                "write ${ENV_VAR} and set it at apply time",
+            )
     for rel, text in sorted(src.texts.items()):
         for line, kind in secrets.find_key_shapes(text):
             yield Problem(
@@ -220,11 +230,30 @@ def check_secrets(src: Sources) -> Iterator[Problem]:
             )
 
 
+def check_argv_references(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
+    """No `${VAR}` in a seat's `extra_args`: an engine's argv is no place for a secret
+    (`ps` shows it to every user of the host, the container runtime to whoever may
+    inspect it) and a systemd unit would pass the text `${VAR}` itself."""
+    for seat in sorted(desired.seats.values(), key=lambda s: s.name):
+        for index, arg in enumerate(seat.extra_args):
+            if secrets.INTERPOLATION.search(arg):
+                yield src.problem(
+                    seat_file(seat),
+                    ("extra_args", index),
+                    f"extra_args[{index}] interpolates an environment variable: the argv "
+                    "of an engine is visible to every user of its host; put it in env: "
+                    "(e.g. VLLM_API_KEY: ${VAR}, written to the seat's 0600 env file) "
+                    "and let the engine read it from there",
+                )
+
+
 RULES: tuple[Rule, ...] = (
+    check_argv_references,
     check_placement,
     check_aliases,
     check_memory,
     check_speculative,
     check_ranges,
     check_model_origins,
+    check_shapes,
 )

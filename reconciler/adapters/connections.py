@@ -24,7 +24,7 @@ class Connections:
         self, desired: DesiredFleet, ssh_config: Path | None = None, timeout: float = 15.0
     ) -> None:
         self.desired = desired
-        self.ssh_config = ssh_config or ssh_config_path(desired.settings.ssh.config_file)
+        self.ssh_config = ssh_config or ssh_config_path()
         self.timeout = timeout
         self._open: dict[str, HostConnection] = {}
         self._locks: dict[str, threading.Lock] = {h: threading.Lock() for h in desired.hosts}

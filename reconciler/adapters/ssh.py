@@ -47,6 +47,8 @@ def defer_import(name: str) -> None:
 defer_import("invoke")
 import paramiko  # noqa: E402  (after the deferral, which must come first)
 
+from reconciler.adapters import sftp_files  # noqa: E402  (it imports paramiko)
+
 # paramiko logs refused channels and failed handshakes itself; fleet reports them once, as
 # HostErrors, so its own logger stays quiet.
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
@@ -64,9 +66,14 @@ class SshTarget:
     known_hosts: tuple[str, ...]
 
 
-def ssh_config_path(configured: str | None) -> Path | None:
-    """$FLEET_SSH_CONFIG, else fleet.yaml's ssh.config_file, else ~/.ssh/config if present."""
-    chosen = os.environ.get("FLEET_SSH_CONFIG") or configured or "~/.ssh/config"
+def ssh_config_path() -> Path | None:
+    """$FLEET_SSH_CONFIG, else ~/.ssh/config if present: the operator's environment only.
+
+    Never a file desired/ names: paramiko runs an ssh_config's `Match exec` commands (and
+    a connection would run its ProxyCommand) on this machine, and desired/ from a pull
+    request nobody reviewed yet is planned as it stands (`SECURITY.md`).
+    """
+    chosen = os.environ.get("FLEET_SSH_CONFIG") or "~/.ssh/config"
     path = Path(chosen).expanduser()
     return path if path.is_file() else None
 
@@ -211,16 +218,16 @@ class HostConnection:
         except (paramiko.SSHException, OSError) as err:
             raise HostError(f"cannot read {path}: {err}", where=self.target.name) from err
 
-    def write_file_atomic(self, path: str, text: str, mode: int = 0o644) -> None:
-        """Write via a temporary file in the same directory, then rename over `path`."""
+    def write_file_atomic(
+        self, path: str, text: str, mode: int | None = None, *, mode_of: str | None = None
+    ) -> None:
+        """Replace a file at once, secret files never readable by others on the way
+        (`reconciler.adapters.sftp_files.write_atomic`); `mode` None keeps the mode of
+        `mode_of` (default: `path`) where it exists, else 0644."""
         self.journal.append(("sftp-write", path))
-        temporary = f"{path}.fleet-tmp"
         try:
             with self.client.open_sftp() as sftp:
-                with sftp.open(temporary, "w") as handle:
-                    handle.write(text.encode())
-                sftp.chmod(temporary, mode)
-                sftp.posix_rename(temporary, path)
+                sftp_files.write_atomic(sftp, path, text.encode(), mode, mode_of=mode_of)
         except (paramiko.SSHException, OSError) as err:
             raise HostError(f"cannot write {path}: {err}", where=self.target.name) from err
 

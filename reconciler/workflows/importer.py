@@ -37,7 +37,7 @@ def import_hosts(
     aliases: list[str], gateway: tuple[str, str] | None, ssh_config: Path | None = None
 ) -> tuple[ImportResult, list[Problem]]:
     """The desired/ files for what runs on the hosts, and what validation says of them."""
-    config = ssh_config or ssh_config_path(None)
+    config = ssh_config or ssh_config_path()
     names = sorted(set(aliases) | ({gateway[0]} if gateway else set()))
     if not names:
         raise FleetError("name at least one host: fleet import --host NAME")

@@ -20,7 +20,7 @@ import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
-from fleet import names
+from fleet import names, secrets
 from fleet.errors import LockError
 from fleet.observed.findings import stale_lock
 from fleet.spec.models import Host
@@ -71,9 +71,11 @@ def release(conn: HostSession, host: Host) -> None:
 
 
 def record(conn: HostSession, host: Host, step: str, **details: str) -> None:
-    """Append one completed step to the host's journal."""
+    """Append one completed step to the host's journal (known secret shapes redacted: a
+    cause may quote an engine's log or argv)."""
+    redacted = {key: secrets.redact(value) for key, value in details.items()}
     line = json.dumps(
-        {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "step": step, **details},
+        {"at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "step": step, **redacted},
         sort_keys=True,
     )
     conn.check(f"printf '%s\\n' {shlex.quote(line)} >> {shlex.quote(journal_path(host))}")

@@ -43,10 +43,12 @@ def url_endpoint(gateway: Gateway) -> Endpoint:
 
 
 def upload_config(conn: HostSession, gateway: Gateway, text: str) -> None:
-    """Write the config atomically; the previous one stays as <path>.fleet-prev."""
+    """Write the config atomically, keeping its mode; the previous one stays as
+    <path>.fleet-prev, with the config's mode (it may hold the same provider keys)."""
     previous = conn.read_file(gateway.config_path)
     if previous is not None:
-        conn.write_file_atomic(gateway.config_path + ".fleet-prev", previous)
+        prev = gateway.config_path + ".fleet-prev"
+        conn.write_file_atomic(prev, previous, mode_of=gateway.config_path)
     conn.write_file_atomic(gateway.config_path, text)
 
 

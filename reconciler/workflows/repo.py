@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from fleet.errors import SpecError
 from fleet.observed.bench import BenchRecord, read_record
 from fleet.observed.models import Observation
 from fleet.plan.live_port import follow_live_ports
@@ -37,12 +38,24 @@ class FleetRepo:
     @property
     def inventory_path(self) -> Path:
         """The Markdown inventory; its JSON sits beside it."""
-        return self.repo_root / self.desired.settings.inventory.path
+        return self.inside(self.repo_root / self.desired.settings.inventory.path)
 
     @property
     def bench_path(self) -> Path:
         """The bench record, beside the inventory."""
-        return self.inventory_path.with_name("BENCH.json")
+        return self.inside(self.inventory_path.with_name("BENCH.json"))
+
+    def inside(self, path: Path) -> Path:
+        """`path` if it stays inside the repository once symbolic links are followed (a
+        pull request can commit a link as well as a path), else SpecError."""
+        root = self.repo_root.resolve()
+        resolved = path.resolve()
+        if not resolved.is_relative_to(root) or resolved == root:
+            raise SpecError(
+                f"inventory.path: {path} leads to {resolved}, outside the fleet repository "
+                f"{root}: fleet writes only inside it"
+            )
+        return path
 
     def bench_record(self) -> BenchRecord:
         """The bench results kept in the repository (none if there is no record yet)."""
@@ -99,7 +112,7 @@ def _committed_text(path: Path, worktree: bool) -> str | None:
 def write_inventory(repo: FleetRepo, inventory: Inventory) -> list[Path]:
     """Write the Markdown and its JSON twin; the paths written."""
     markdown = repo.inventory_path
-    twin = markdown.with_suffix(".json")
+    twin = repo.inside(markdown.with_suffix(".json"))
     markdown.parent.mkdir(parents=True, exist_ok=True)
     markdown.write_text(render_markdown(inventory))
     twin.write_text(render_json(inventory))

@@ -118,11 +118,14 @@ class FakeHost:
         self.journal.append(("sftp-read", path))
         return self.files.get(path)
 
-    def write_file_atomic(self, path: str, text: str, mode: int = 0o644) -> None:
+    def write_file_atomic(
+        self, path: str, text: str, mode: int | None = None, *, mode_of: str | None = None
+    ) -> None:
         self.journal.append(("sftp-write", path))
         if failure := self._failure(f"write {path}"):
             raise HostError(f"cannot write {path}: {failure.stderr}", where=self.name)
-        self.files[path], self.modes[path] = text, mode
+        kept = self.modes.get(mode_of or path, 0o644) if (mode_of or path) in self.files else 0o644
+        self.files[path], self.modes[path] = text, kept if mode is None else mode
 
     def open_tcp(self, address: str, port: int, timeout: float = 5.0) -> FakeChannel:
         self.journal.append(("tcp", f"{address}:{port}"))

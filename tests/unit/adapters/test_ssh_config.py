@@ -61,3 +61,25 @@ def test_importing_the_ssh_adapter_leaves_invoke_for_match_exec() -> None:
         " if m in sys.modules))"
     )
     assert run_python(probe) == "[]"
+
+
+def test_an_ssh_config_named_by_desired_is_never_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """desired/ from a pull request is planned before review: a file it names could run
+    `Match exec` commands on this machine, so only the operator's environment chooses."""
+    from fleet.spec.models import DesiredFleet, FleetSettings, SshSettings
+    from reconciler.adapters.connections import Connections
+
+    marker = tmp_path / "ran"
+    evil = tmp_path / "evil_config"
+    evil.write_text(f'Match exec "touch {marker}"\n  Port 2222\n')
+    settings = FleetSettings(ssh=SshSettings(config_file=str(evil)))
+    monkeypatch.delenv("FLEET_SSH_CONFIG", raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path))  # no ~/.ssh/config either
+    assert Connections(DesiredFleet(settings=settings)).ssh_config is None
+    own = tmp_path / "operator_config"
+    own.write_text("Host tower\n  Port 2201\n")
+    monkeypatch.setenv("FLEET_SSH_CONFIG", str(own))
+    assert Connections(DesiredFleet(settings=settings)).ssh_config == own
+    assert not marker.exists()

@@ -31,7 +31,7 @@ def handmade(cid: str, name: str, pid: int, argv: list[str], env: list[str]) -> 
     return item
 
 
-def observation() -> Observation:
+def observation(more_argv: tuple[str, ...] = (), more_env: tuple[str, ...] = ()) -> Observation:
     vllm = [
         "python3",
         "-m",
@@ -47,6 +47,7 @@ def observation() -> Observation:
         "--gpu-memory-utilization",
         "0.5",
         "--enable-prefix-caching",
+        *more_argv,
     ]
     llama = [
         "/app/llama-server",
@@ -62,7 +63,9 @@ def observation() -> Observation:
         "gguf",
     ]
     inspect = [
-        handmade(VLLM_ID, "chat", 4100, vllm, ["HF_TOKEN=hf_abcdefghijklmnopqrstuvwx", "X=1"]),
+        handmade(
+            VLLM_ID, "chat", 4100, vllm, ["HF_TOKEN=hf_abcdefghijklmnopqrstuvwx", "X=1", *more_env]
+        ),
         handmade(LLAMA_ID, "gguf", 4200, llama, []),
         handmade(NOTE_ID, "notebook", 4300, ["jupyter", "lab"], []),
     ]
@@ -151,6 +154,22 @@ def test_the_imported_fleet_validates_and_says_what_runs() -> None:
 def test_no_secret_value_reaches_the_files() -> None:
     text = "".join(imported().values())
     assert "hf_abcdefghij" not in text and "sk-x" not in text
+
+
+def test_secrets_of_a_running_container_stay_out_of_desired() -> None:
+    """A literal in the argv or the environment becomes a note or a ${VAR} reference."""
+    secret = "Zq8wLx3vNp2Rt7Ks"
+    argv = ("--api-key", secret, f"--hf-token={secret}", "--max-num-seqs", "8")
+    env = (f"DB_PASS={secret}", f"AUTH={secret}", f"DATABASE_URL=postgres://u:{secret}@db/x")
+    access = {"rig": HostAccess(alias="rig", address="127.0.0.12")}
+    files = import_fleet(observation(argv, env), access, ("rig", "/x.yaml", GATEWAY)).files
+    chat = files["seats/chat.yaml"]
+    assert secret not in "".join(files.values()) and "***" not in chat
+    assert '"--max-num-seqs", "8"' in chat and "--api-key" not in chat.split("# import")[0]
+    assert "# import could not express: --api-key: a secret in the engine's argv" in chat
+    assert '"DB_PASS": "${DB_PASS}"' in chat and '"DATABASE_URL": "${DATABASE_URL}"' in chat
+    problems = validate_fleet(load_fleet(files))
+    assert [str(p) for p in problems if "secret" in p.message or "literal" in p.message] == []
 
 
 def test_each_value_names_its_source() -> None:

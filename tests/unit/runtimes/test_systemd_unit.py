@@ -5,6 +5,9 @@ tests/corpus/systemd/rec-demo.service and the argv its process logged)."""
 from __future__ import annotations
 
 import ast
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -135,3 +138,46 @@ def test_vllm_seat_runs_vllm_serve_and_unit_names() -> None:
 
 def test_recorded_seat_unit_is_what_render_writes() -> None:
     assert su.render_unit(seat()) == (SYSTEMD / "fleet-coder.service").read_text()
+
+
+# systemd ends a unit-file line on \n, \r and NUL; a value holding one must not reach the
+# file raw (validate refuses control characters in desired/; the renderer escapes anyway)
+HOSTILE = "x\rBogusKey=1\n[Service]\nExecStartPre=/bin/id\t\x0b\"'$HOME%n\\"
+
+
+def test_every_line_ending_systemd_knows_is_escaped_in_a_unit() -> None:
+    unit = su.render_unit(
+        seat(
+            served_name=HOSTILE,
+            extra_args=("--chat-template", HOSTILE),
+            env={"MODE": HOSTILE, "KEY": "${KEY}"},
+        )
+    )
+    lines = unit.replace("\r", "\n").split("\n")
+    assert not [ln for ln in lines if ln.startswith(("BogusKey", "ExecStartPre"))]
+    assert [ln for ln in lines if ln.startswith("[")] == ["[Unit]", "[Service]", "[Install]"]
+    env_file = su.render_env_file(seat(env={"KEY": "${KEY}"}), {"KEY": HOSTILE}) or ""
+    assert len(env_file.replace("\r", "\n").splitlines()) == 2
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="needs systemd-analyze")
+def test_systemd_reads_a_unit_of_hostile_values_as_one_clean_unit(tmp_path: Path) -> None:
+    """systemd's own parser (`systemd-analyze verify`): no injected key, no broken quote."""
+    hostile = seat(
+        image="/bin/true",
+        served_name=HOSTILE,
+        extra_args=("--chat-template", HOSTILE, "--x", "a b\tc"),
+        env={"MODE": HOSTILE},
+    )
+    unit = tmp_path / "fleet-coder.service"
+    unit.write_text(su.render_unit(hostile))
+    result = subprocess.run(
+        ["systemd-analyze", "verify", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    said = [ln for ln in result.stderr.splitlines() if str(unit) in ln or "fleet-coder" in ln]
+    assert result.returncode == 0, said
+    assert not [ln for ln in said if "Unknown" in ln or "quoting" in ln or "Ignoring" in ln]

@@ -198,3 +198,17 @@ def test_a_failed_in_place_restart_puts_the_previous_config_back(
     assert fake.events == ["restart 4001", "restart 4001"]
     assert fake.host.files[CONFIG] == old and "summarizer" not in fake.serving()
     assert fake.proxies  # serving the previous config again
+
+
+@pytest.mark.parametrize("front", [True, False], ids=["blue-green", "in-place"])
+def test_the_configs_mode_is_kept_and_its_previous_copy_takes_it(
+    monkeypatch: pytest.MonkeyPatch, front: bool
+) -> None:
+    """A LiteLLM config often holds provider keys, so its owner makes it 0600."""
+    monkeypatch.setenv("LITELLM_MASTER_KEY", "sk-lab")
+    fleet, fake, sessions, clock, _, new = gateway_host(None if front else without_front())
+    fake.host.modes[CONFIG] = 0o600
+    switch(fleet, sessions, new, clock)
+    assert fake.host.files[CONFIG] == new
+    assert fake.host.modes[CONFIG] == 0o600
+    assert fake.host.modes[CONFIG + ".fleet-prev"] == 0o600

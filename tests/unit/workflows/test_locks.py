@@ -129,3 +129,11 @@ def test_unlock_removes_only_with_force(
             locks.break_lock(host, tower, force=force)
         assert str(raised.value) == error
     assert (LOCK in host.files) is left
+
+
+def test_the_journal_redacts_secrets_a_cause_quotes(tower: Host) -> None:
+    host = FakeHost("tower")
+    cause = "engine exited: --api-key sk-abcdefghijklmnopqrstu, store http://u:Zq8wLx3v@nas/x"
+    locks.record(host, tower, "rollback", cause=cause)
+    (line,) = host.files[locks.journal_path(tower)].splitlines()
+    assert json.loads(line)["cause"] == "engine exited: --api-key ***, store http://u:***@nas/x"
