@@ -129,7 +129,7 @@ def _mamba_hybrid(config: dict[str, object], layers: int | None) -> AttentionFac
     """Mamba layers beside attention layers, however the family lists them (`_mamba_kinds`);
     None when the config is no Mamba hybrid."""
     kinds = _mamba_kinds(config, layers)
-    if "M" not in kinds:
+    if not any(kind in "MB" for kind in kinds):
         return None
     return AttentionFacts(
         kind=AttentionKind.HYBRID_MAMBA,

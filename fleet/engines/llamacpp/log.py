@@ -15,16 +15,17 @@ model's own MTP head, `set_mtp: MTP draft head registered`), belong to the draft
 sliding-window attention has two caches of its own (`llama_kv_cache_iswa: creating
 non-SWA KV cache`, then `creating     SWA KV cache`, each with its buffers and size
 line): both are the seat's KV. The MTP lines (`creating MTP draft context ...`,
-`adding speculative implementation 'mtp'` or `'draft-mtp'`) give `mtp` as the method. The build is `build: N
-(commit)`, in newer builds `build_info: bN-commit`, and in 2026 builds (b11434) a trace
-line (`-lv 4` only) `common_params_print_info: build N (commit) with <compiler>`; each is
-read as `N (commit)`. The KV cache's cells are the target's `llama_kv_cache: size = ...
-(C cells, L layers, S/N seqs)` (mid-2025 on): C cells in each of N streams (one per slot,
-one when the cache is unified), so C x N in all. With a draft model, 2026 builds trace the
-speculative implementation (`adding speculative implementation 'draft-simple'`) and its
-`- n_max=K, n_min=..., p_min=...` (`-lv 4`): `speculative_type` and `draft_max`; when
-they log `no implementations specified for speculative decoding` instead (a draft model
-without `--spec-type`), the drafter is loaded but never drafts: no speculative method.
+`adding speculative implementation 'mtp'` or `'draft-mtp'`) give `mtp` as the method.
+The build is `build: N (commit)`, in newer builds `build_info: bN-commit`, and in 2026
+builds (b11434) a trace line (`-lv 4` only) `common_params_print_info: build N (commit)
+with <compiler>`; each is read as `N (commit)`. The KV cache's cells are the target's
+`llama_kv_cache: size = ... (C cells, L layers, S/N seqs)` (mid-2025 on): C cells in each
+of N streams (one per slot, one when the cache is unified), so C x N in all. With a draft
+model, 2026 builds trace the speculative implementation (`adding speculative
+implementation 'draft-simple'`) and its `- n_max=K, n_min=..., p_min=...` (`-lv 4`):
+`speculative_type` and `draft_max`; when they log `no implementations specified for
+speculative decoding` instead (a draft model without `--spec-type`), the drafter is
+loaded but never drafts: no speculative method.
 """
 
 from __future__ import annotations
