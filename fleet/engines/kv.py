@@ -27,9 +27,11 @@ class KvSettings(CoreModel):
     was told one; `fewest_groups` groups layers by the fewest of a kind (older releases).
     `block_size` is the attention block (None: 16), `kernel_block` what a hybrid's
     attention block is a multiple of (None: the block size); `in_flight_batches` how many
-    prefill chunks a sliding window holds at once; `prefix_caching` whether the flags
-    turned it on or off (None: not said); `state_cache` the Mamba cache mode (`none`, or
-    `align`: two blocks per state and request, and a prefill checkpoint for Mamba2);
+    prefill chunks a sliding window holds at once, and `async_drafters` the speculative
+    methods that keep them (any other one leaves one batch in flight); `prefix_caching`
+    whether the flags turned it on or off (None: not said); `state_cache` the Mamba cache
+    mode (`none`, or `align`: two blocks per state and request, and a prefill checkpoint
+    for Mamba2);
     `tokens_from_concurrency` whether the logged cache size is the maximum concurrency
     times the context; `platform` `cuda`, `rocm` or `cpu` when known; `assumptions` the
     defaults that moved the layout, each as (the groups it concerns: `all`, `sliding`
@@ -44,6 +46,7 @@ class KvSettings(CoreModel):
     block_size: int | None = None
     kernel_block: int | None = None
     in_flight_batches: int = 1
+    async_drafters: tuple[str, ...] = ()
     prefix_caching: bool | None = None
     state_cache: str | None = None
     tokens_from_concurrency: bool = False

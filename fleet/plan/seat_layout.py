@@ -28,10 +28,6 @@ from fleet.facts.model_config import ModelFacts
 from fleet.spec.images import parse_image
 from fleet.spec.models import Seat
 
-# Speculative methods that keep vLLM's async scheduling on (`VllmConfig.__post_init__`,
-# 0.32): EAGLE's kinds, a draft model, DFlash, DSpark and the GPU n-gram.
-ASYNC_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark", "ngram_gpu")
-
 
 def seat_layout(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> KvLayout | None:
     """The layout the seat's engine will build; None if config.json is too thin."""
@@ -46,8 +42,7 @@ def seat_layout(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> KvLa
         if spec
         else 0
     )
-    if spec and spec.method not in ASYNC_DRAFTERS and settings.platform != "cpu":
-        settings = settings.model_copy(update={"in_flight_batches": 1})
+    settings = _drafting(settings, spec.method if spec else None)
     return _layout(facts, settings, tp, extra, spec.num_tokens if spec else 0)
 
 
@@ -56,19 +51,25 @@ def log_layout(facts: ModelFacts, report: EngineReport, engine: Engine) -> KvLay
     KV dtype, parallel sizes, speculative decoding and non-default args; a drafter's config
     is not known from a log), by the rules of the release and platform the log names."""
     version = tuple(int(p) for p in (report.version or "").split(".")[:3] if p.isdigit())
-    args = list(report.engine_args)
-    if report.kv_cache_dtype and "--kv-cache-dtype" not in args:
-        args += ["--kv-cache-dtype", report.kv_cache_dtype]
-    settings = engine.kv_settings(args, version if len(version) == 3 else None, report.platform)
+    settings = engine.kv_settings(
+        report.engine_args, version if len(version) == 3 else None, report.platform
+    )
+    if report.kv_cache_dtype:
+        settings = settings.model_copy(update={"dtype": report.kv_cache_dtype.strip().lower()})
     tp = report.tensor_parallel_size or 1
     if report.pipeline_parallel_size:
         settings = settings.model_copy(update={"pipeline_parallel": report.pipeline_parallel_size})
     spec = report.speculative
     method, k = (spec.method, spec.num_tokens or 0) if spec else (None, 0)
     extra = drafter_layers(facts, method, bool(spec and spec.draft_model), None, settings.dtype, tp)
-    if method and method not in ASYNC_DRAFTERS and settings.platform != "cpu":
-        settings = settings.model_copy(update={"in_flight_batches": 1})
-    return _layout(facts, settings, tp, extra, k)
+    return _layout(facts, _drafting(settings, method), tp, extra, k)
+
+
+def _drafting(settings: KvSettings, method: str | None) -> KvSettings:
+    """One batch in flight when a speculative method turns concurrent batches off."""
+    if method is None or settings.in_flight_batches == 1 or method in settings.async_drafters:
+        return settings
+    return settings.model_copy(update={"in_flight_batches": 1})
 
 
 def _layout(

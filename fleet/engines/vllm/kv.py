@@ -52,6 +52,9 @@ CPU_BLOCK = 128
 CPU_KERNEL_BLOCK = 32
 CPU_BATCHED_TOKENS = 2048  # per tensor-parallel rank, the OpenAI server's default
 ASYNC_OFF = ("--no-async-scheduling",)
+# Speculative methods that keep async scheduling on (`VllmConfig.__post_init__`, 0.32):
+# EAGLE's kinds and MTP, a draft model, DFlash, DSpark and the GPU n-gram.
+ASYNC_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark", "ngram_gpu")
 
 
 def kv_settings(
@@ -105,7 +108,7 @@ def _gpu(settings: KvSettings, args: Sequence[str]) -> dict[str, object]:
     notes: list[tuple[str, str]] = []
     rules: dict[str, object] = {}
     if settings.pipeline_parallel == 1 and not any(a in ASYNC_OFF for a in args):
-        rules["in_flight_batches"] = 2
+        rules |= {"in_flight_batches": 2, "async_drafters": ASYNC_DRAFTERS}
         notes.append(("sliding", "2 prefill chunks in flight (async scheduling)"))
     rules |= _state_cache(settings, notes)
     return rules | {"assumptions": tuple(notes)}
