@@ -53,7 +53,16 @@ FAMILIES: dict[str, tuple[str, dict[str, object]]] = {
         "Gemma3TextConfig",
         {**ATTENTION, "num_hidden_layers": 6, "sliding_window": 512},
     ),
-    "gemma2": ("Gemma2Config", {**ATTENTION, "num_hidden_layers": 4, "sliding_window": 512}),
+    # vLLM's Gemma 2 ties its embeddings (it loads no lm_head)
+    "gemma2": (
+        "Gemma2Config",
+        {
+            **ATTENTION,
+            "num_hidden_layers": 4,
+            "sliding_window": 512,
+            "tie_word_embeddings": True,
+        },
+    ),
     "gpt_oss": (
         "GptOssConfig",
         {
@@ -123,14 +132,9 @@ def write_model(family: str, out: Path, vocab_size: int, eos: int, pad: int) -> 
 
     class_name, fields = FAMILIES[family]
     torch.manual_seed(SEED)
+    tokens = {"bos_token_id": eos, "eos_token_id": eos, "pad_token_id": pad}
     config = getattr(transformers, class_name)(
-        **COMMON,
-        **fields,
-        vocab_size=vocab_size,
-        bos_token_id=eos,
-        eos_token_id=eos,
-        pad_token_id=pad,
-        tie_word_embeddings=False,
+        **{"tie_word_embeddings": False, **COMMON, **fields, **tokens, "vocab_size": vocab_size}
     )
     config.torch_dtype = torch.bfloat16
     model = AutoModelForCausalLM.from_config(config).to(torch.bfloat16)
