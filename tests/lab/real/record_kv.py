@@ -9,7 +9,8 @@ BUDGET (`--kv-cache-memory-bytes`), `--max-model-len 4096`, `--enforce-eager` (n
 graphs; the KV figures do not depend on it) and the case's flags, wait for `Application
 startup complete` (or its exit), stop it, and keep its start-up log and the model's
 config.json in tests/corpus/vllm-cpu-kv/ (`<case>.log`, `<family>.config.json`), with
-`cases.json` naming each case's family and flags. One engine at a time: each start takes
+`cases.json` naming each case's family and flags and whether it started (a case that
+did not keeps the log of why). One engine at a time: each start takes
 30-70 s of CPU and about 3 GB of memory. The same models, flags and budget every run: the
 figures the engine logs are the same (its timestamps and pids are not).
 
@@ -173,12 +174,18 @@ def record(case: str) -> str:
 def write_cases() -> None:
     """cases.json: each case's family (its config) and flags, as the tests read them."""
     cases = {
-        case: {"config": f"{family}.config.json", "flags": list(flags)}
+        case: {"config": f"{family}.config.json", "flags": list(flags), "started": _started(case)}
         for case, (family, flags) in CASES.items()
     }
     common = ["--max-model-len", str(CONTEXT), "--kv-cache-memory-bytes", str(BUDGET)]
     data = {"common_flags": [*common, *real_vllm.SEAT_ARGS], "cases": cases}
     (CORPUS / "cases.json").write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def _started(case: str) -> bool:
+    """Whether the case's recorded log reached the KV cache line (else it says why not)."""
+    log = CORPUS / f"{case}.log"
+    return log.exists() and "KV cache size:" in log.read_text(errors="replace")
 
 
 def main(names: list[str]) -> int:

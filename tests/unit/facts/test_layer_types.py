@@ -155,6 +155,15 @@ def test_each_spelling_of_the_layer_kinds(
     assert attention.state is not None and attention.state.kind is kind
 
 
+def test_a_layer_count_left_out_is_the_length_of_the_layer_list() -> None:
+    """Nemotron-H as transformers 5 saves it states no `num_hidden_layers`."""
+    blocks = ["linear_attention", "mlp", "linear_attention", "full_attention"]
+    config = {k: v for k, v in NEMOTRON_H.items() if k != "num_hidden_layers"}
+    facts = parse_model_config(json.dumps({**config, "layers_block_type": blocks}))
+    assert facts.num_layers == 4
+    assert kv_layout(facts) is not None
+
+
 def test_granite_and_its_transformers_5_resave_give_one_estimate() -> None:
     """The recorded tiny Granite-4.0-H config (saved by transformers 5.19) and the same
     config in the spelling Granite publishes give the same layout and figures."""
