@@ -13,6 +13,7 @@ as `extra_args`, no GPUs, the CPU image's tag) without reading the log.
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -97,3 +98,44 @@ def test_a_cpu_seat_is_predicted_without_its_log(case: str) -> None:
     assert report.kv_cache_tokens / tokens == pytest.approx(1, abs=TOLERANCE)
     assert report.max_concurrency / round(most, 2) == pytest.approx(1, abs=TOLERANCE)
     assert "block 128 (CPU)" in layout.assumptions or "--block-size" in seat.extra_args
+
+
+@pytest.mark.parametrize(
+    ("log", "platform", "args", "block"),
+    [
+        (
+            RECORDED / "granitemoehybrid.log",
+            "cpu",
+            ("--mamba-ssm-cache-dtype", "float32", "--mamba-cache-mode", "align"),
+            384,
+        ),
+        (
+            RECORDED / "gemma3_text_batched-1024.log",
+            "cpu",
+            ("--max-num-batched-tokens", "1024"),
+            None,
+        ),
+        (
+            RECORDED / "gemma2_no-prefix-caching.log",
+            "cpu",
+            ("--no-enable-prefix-caching", "--mamba-ssm-cache-dtype", "float32"),
+            None,
+        ),
+        (
+            CORPUS / "vllm-logs" / "v0.17.0_v1_qwen2.5-7b_rocm_banner.log",
+            "rocm",
+            (),
+            None,
+        ),
+    ],
+    ids=["hybrid-resets", "prefill-chunk", "prefix-caching-off", "rocm"],
+)
+def test_a_log_states_the_inputs_of_its_layout(
+    log: Path, platform: str, args: tuple[str, ...], block: int | None
+) -> None:
+    """The platform, the non-default args that change the layout and what the engine reset
+    (`Reset SSM cache type to float32`, `Mamba cache mode is set to 'align'`), as flags."""
+    report = parse_vllm_log(log.read_text())
+    assert (report.platform, report.attention_block_size) == (platform, block)
+    stated = " ".join(report.engine_args)
+    assert " ".join(args) in stated if args else stated == ""
