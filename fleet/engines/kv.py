@@ -25,7 +25,9 @@ class KvSettings(CoreModel):
     the prefill chunk a sliding-window group holds beside its window (None: the model's
     default); `state_dtype` the dtype of a linear-attention or Mamba state when the engine
     was told one; `fewest_groups` groups layers by the fewest of a kind (older releases).
-    `block_size` is the attention block (None: 16), `kernel_block` what a hybrid's
+    `batched_by_device` the default prefill chunk by the device's memory, (at least so many
+    MiB, chunk) from the largest, where it depends on it. `block_size` is the attention
+    block (None: 16), `kernel_block` what a hybrid's
     attention block is a multiple of (None: the block size); `in_flight_batches` how many
     prefill chunks a sliding window holds at once, and `async_drafters` the speculative
     methods that keep them (any other one leaves one batch in flight); `prefix_caching`
@@ -46,6 +48,7 @@ class KvSettings(CoreModel):
     block_size: int | None = None
     kernel_block: int | None = None
     in_flight_batches: int = 1
+    batched_by_device: tuple[tuple[int, int], ...] = ()
     async_drafters: tuple[str, ...] = ()
     prefix_caching: bool | None = None
     state_cache: str | None = None

@@ -152,7 +152,7 @@ def basis(desired: DesiredFleet, observation: Observation, seat: Seat) -> Basis:
     total, gpu_note = _total_mib(desired, host, seat)
     unknown = [gpu_note] if gpu_note else []
     facts = model_facts(info)
-    layout, why = _layout(host, seat, info, facts)
+    layout, why = _layout(host, seat, info, facts, total if seat.gpus else None)
     if path in host.missing_paths or info is None:
         why = f"model {seat.model} is not on {seat.host}"
     unknown += [why] if why else []
@@ -231,13 +231,17 @@ def _total_mib(desired: DesiredFleet, host: ObservedHost, seat: Seat) -> tuple[i
 
 
 def _layout(
-    host: ObservedHost, seat: Seat, info: ModelInfo | None, facts: ModelFacts | None
+    host: ObservedHost,
+    seat: Seat,
+    info: ModelInfo | None,
+    facts: ModelFacts | None,
+    device_mib: int | None = None,
 ) -> tuple[KvLayout | None, str]:
     """The KV layout from config.json facts, else from the summary observation keeps."""
     settings = _kv_settings(seat)
     dtype, tp, pp = settings.dtype, seat.tp_size, settings.pipeline_parallel
     if facts is not None:
-        layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)))
+        layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)), device_mib)
         return layout, "" if layout else f"config.json of {seat.model} is too thin to size KV"
     if info is None or info.kv_bytes_per_token is None:
         return None, f"no KV bytes per token known for {seat.model} (config.json not read)"

@@ -29,8 +29,12 @@ from fleet.spec.images import parse_image
 from fleet.spec.models import Seat
 
 
-def seat_layout(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> KvLayout | None:
-    """The layout the seat's engine will build; None if config.json is too thin."""
+def seat_layout(
+    seat: Seat, facts: ModelFacts, draft: ModelFacts | None, device_mib: int | None = None
+) -> KvLayout | None:
+    """The layout the seat's engine will build; None if config.json is too thin.
+    `device_mib` is the memory of the seat's smallest GPU, where the engine's defaults
+    depend on it."""
     engine = engine_for(seat.engine)
     settings = engine.kv_settings(
         seat.extra_args, parse_image(seat.image).version, seat_platform(seat)
@@ -42,7 +46,7 @@ def seat_layout(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> KvLa
         if spec
         else 0
     )
-    settings = _drafting(settings, spec.method if spec else None)
+    settings = _by_device(_drafting(settings, spec.method if spec else None), device_mib)
     return _layout(facts, settings, tp, extra, spec.num_tokens if spec else 0)
 
 
@@ -63,6 +67,17 @@ def log_layout(facts: ModelFacts, report: EngineReport, engine: Engine) -> KvLay
     method, k = (spec.method, spec.num_tokens or 0) if spec else (None, 0)
     extra = drafter_layers(facts, method, bool(spec and spec.draft_model), None, settings.dtype, tp)
     return _layout(facts, _drafting(settings, method), tp, extra, k)
+
+
+def _by_device(settings: KvSettings, device_mib: int | None) -> KvSettings:
+    """The prefill chunk the engine takes on a device of this much memory, if it depends."""
+    if not settings.batched_by_device or not device_mib or settings.batched_tokens is not None:
+        return settings
+    chunk = next(c for least, c in settings.batched_by_device if device_mib >= least)
+    note = ("sliding", f"prefill chunk {chunk} ({device_mib / 1024:.0f} GiB GPU)")
+    return settings.model_copy(
+        update={"batched_tokens": chunk, "assumptions": (*settings.assumptions, note)}
+    )
 
 
 def _drafting(settings: KvSettings, method: str | None) -> KvSettings:

@@ -25,7 +25,9 @@ None: a GPU), each read in vLLM's source:
     AVX512-BF16 machines, which the CPU build targets); the prefill chunk 2048 per
     tensor-parallel rank (`EngineArgs._get_default_max_num_batched_tokens`, the OpenAI
     server);
-  - GPUs: async scheduling on unless `--no-async-scheduling` or pipeline parallelism
+  - GPUs: the prefill chunk by the GPU's memory (`GPU_BATCHED_TOKENS`, where the
+    seat's GPU memory is known; 8192 otherwise); async scheduling on unless
+    `--no-async-scheduling` or pipeline parallelism
     (`VllmConfig.__post_init__`), so two prefill chunks in flight
     (`VllmConfig.max_in_flight_tokens`); a speculative method other than EAGLE, a draft
     model, DFlash or DSpark turns it off (`fleet.plan.seat_layout` says which);
@@ -34,8 +36,7 @@ None: a GPU), each read in vLLM's source:
     prefill checkpoint block for Mamba2 (`MambaSpec.max_memory_usage_bytes`,
     `MambaMixer2.get_kv_cache_spec`).
 
-The GPU prefill chunk (8192, 2048 or 16384 by the device's memory in 0.32) stays 8192, the
-figure the corpus logs hold. Pure.
+Pure.
 """
 
 from __future__ import annotations
@@ -52,6 +53,10 @@ CPU_BLOCK = 128
 CPU_KERNEL_BLOCK = 32
 CPU_BATCHED_TOKENS = 2048  # per tensor-parallel rank, the OpenAI server's default
 ASYNC_OFF = ("--no-async-scheduling",)
+# The OpenAI server's prefill chunk on a GPU of at least so much memory (MiB), 0.32
+# (`EngineArgs._get_default_max_num_batched_tokens`; an A100 of 80 GiB takes 2048, not
+# modelled: fleet knows a GPU's memory, not always its name).
+GPU_BATCHED_TOKENS = ((160 * 1024, 16384), (70 * 1024, 8192), (0, 2048))
 # Speculative methods that keep async scheduling on (`VllmConfig.__post_init__`, 0.32):
 # EAGLE's kinds and MTP, a draft model, DFlash, DSpark and the GPU n-gram.
 ASYNC_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark", "ngram_gpu")
@@ -109,6 +114,8 @@ def _gpu(settings: KvSettings, args: Sequence[str]) -> dict[str, object]:
     rules: dict[str, object] = {}
     if settings.pipeline_parallel == 1 and not any(a in ASYNC_OFF for a in args):
         rules |= {"in_flight_batches": 2, "async_drafters": ASYNC_DRAFTERS}
+    if settings.batched_tokens is None:
+        rules["batched_by_device"] = GPU_BATCHED_TOKENS
         notes.append(("sliding", "2 prefill chunks in flight (async scheduling)"))
     rules |= _state_cache(settings, notes)
     return rules | {"assumptions": tuple(notes)}
