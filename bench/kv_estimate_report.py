@@ -3,10 +3,12 @@
 For every log in tests/corpus/vllm-logs whose model's attention geometry is known (a
 config.json of the corpus: the same model, or one of the same geometry, each pair listed
 by hand below with why it fits; or, where the corpus holds no config of the model, its
-published geometry stated below, marked `stated`), lay the KV cache out as plan does
-(`fleet.plan.seat_layout.log_layout`: groups, padding, the shared block pool, the block
-size vLLM picks, a drafter's layers) at the KV memory the log states, and print both
-figures vLLM prints beside the logged ones: `GPU KV cache size` (tokens) and `Maximum
+published geometry stated below, marked `stated`), and every recording of the real
+vLLM in tests/corpus/vllm-cpu-kv (its log beside its model's config.json), lay the KV
+cache out as plan does (`fleet.plan.seat_layout.log_layout`: groups, padding, the shared
+block pool, the block size vLLM picks, a drafter's layers, the defaults of the log's
+release and platform) at the KV memory the log states, and print both figures vLLM
+prints beside the logged ones: `GPU KV cache size` (tokens) and `Maximum
 concurrency` at the log's context, each as logged / estimated. Then, per kind of seat
 (attention kind, tensor or pipeline parallel, fp8 KV, a drafter), the largest error, and
 every kind outside 5% or with no log to measure it. Run:
@@ -105,23 +107,42 @@ def compare(corpus: Path) -> list[dict[str, object]]:
     rows = []
     for log_name, config_name, why in PAIRS:
         facts = parse_model_config((corpus / "model-configs" / config_name).read_text())
-        rows.append(_row(corpus, log_name, config_name, facts, why))
+        rows.append(_row(corpus / "vllm-logs", log_name, config_name, facts, why))
     for log_name, geometry, why in STATED:
         facts = parse_model_config(json.dumps(geometry))
-        rows.append(_row(corpus, log_name, "stated", facts, why))
-    return rows
+        rows.append(_row(corpus / "vllm-logs", log_name, "stated", facts, why))
+    return rows + recorded(corpus / "vllm-cpu-kv")
+
+
+def recorded(folder: Path) -> list[dict[str, object]]:
+    """The real vLLM's recordings (tests/lab/real/record_kv.py): each case's log and config."""
+    if not (folder / "cases.json").exists():
+        return []
+    cases = json.loads((folder / "cases.json").read_text())["cases"]
+    why = "recorded from the real vLLM 0.32 CPU build on this model (tests/lab/real/record_kv.py)"
+    return [
+        _row(
+            folder,
+            f"{case}.log",
+            spec["config"],
+            parse_model_config((folder / spec["config"]).read_text()),
+            why,
+        )
+        for case, spec in sorted(cases.items())
+        if (folder / f"{case}.log").exists()
+    ]
 
 
 def _row(
-    corpus: Path, log_name: str, config: str, facts: ModelFacts, why: str
+    folder: Path, log_name: str, config: str, facts: ModelFacts, why: str
 ) -> dict[str, object]:
-    report = parse_vllm_log((corpus / "vllm-logs" / log_name).read_text())
+    report = parse_vllm_log((folder / log_name).read_text())
     layout = log_layout(facts, report, vllm)
     tokens = most = None
     context = report.max_model_len
     if layout is not None and report.kv_cache_gib is not None:
         budget = int(report.kv_cache_gib * GIB)
-        tokens = layout.tokens(budget)
+        tokens = layout.tokens(budget, context)
         most = round(layout.max_concurrency(budget, context), 2) if context else None
     return {
         "log": log_name,

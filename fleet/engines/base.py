@@ -62,8 +62,9 @@ class Engine(Protocol):
     prediction). `fixed_kv_tokens` is the KV tokens a seat's settings fix without a model
     (llama.cpp: context x slots), None where the budget and the model decide.
     `kv_settings` reads what changes the KV layout off an argv (the KV dtype, pipeline
-    parallel size, prefill chunk, a state's dtype) and the release's grouping rule
-    (`version`: the image's or the log's, None when not known).
+    parallel size, prefill chunk, a state's dtype) and the defaults of the release and
+    platform (`version`: the image's or the log's, None when not known; `platform`:
+    `cpu`, `cuda` or `rocm`, None when not known).
     `speculative_counts` turns /metrics samples (summed over labels) into the counters
     bench takes deltas of: `accepted` draft tokens, proposed `draft_tokens`, `drafts`
     (verify steps); empty where the engine exports none. `lacks_mtp_layers`: a method that
@@ -114,7 +115,9 @@ class Engine(Protocol):
 
     def fixed_kv_tokens(self, seat: Seat) -> int | None: ...
 
-    def kv_settings(self, args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings: ...
+    def kv_settings(
+        self, args: Sequence[str], version: tuple[int, ...] | None, platform: str | None = None
+    ) -> KvSettings: ...
 
     def lacks_mtp_layers(
         self,

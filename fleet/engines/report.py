@@ -60,7 +60,10 @@ class EngineReport(CoreModel):
     block_size`. `served_names` are the names the log gives, else the model, which vLLM
     then serves under. A start that vLLM refused because `--max-model-len` exceeds what
     the model's config.json allows has that error and both lengths (`requested_` /
-    `derived_max_model_len`).
+    `derived_max_model_len`). `platform` is what the log says the engine ran on (`cpu`,
+    `cuda`, `rocm`), `engine_args` the flags it states that change the KV layout (its
+    non-default args and what the engine reset, as command-line flags), and
+    `attention_block_size` the block a hybrid's attention was set to.
     """
 
     version: str | None = None
@@ -83,6 +86,9 @@ class EngineReport(CoreModel):
     requested_max_model_len: int | None = None
     derived_max_model_len: int | None = None
     errors: tuple[EngineError, ...] = ()
+    platform: str | None = None
+    engine_args: tuple[str, ...] = ()
+    attention_block_size: int | None = None
 
     @property
     def weights_gib_total(self) -> float | None:

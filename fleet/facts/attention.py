@@ -18,6 +18,13 @@ from fleet.facts.kv_state import StateShape, gated_delta_net, mamba
 
 # transformers' default "one full-attention layer every N" when a config gives no pattern.
 _DEFAULT_SLIDING_PATTERN = {"gemma2": 2, "gemma3": 6, "gemma3_text": 6, "cohere2": 4}
+# A Mamba hybrid's layer names, as `_mamba_kinds` reads them.
+_MAMBA_NAMES = {
+    "mamba": "M",
+    "linear_attention": "M",
+    "attention": "*",
+    "full_attention": "*",
+}
 
 
 class AttentionKind(StrEnum):
@@ -68,11 +75,12 @@ def attention_facts(config: dict[str, object]) -> AttentionFacts:
             qk_rope_head_dim=first_int(config, "qk_rope_head_dim"),
         )
     window = first_int(config, "sliding_window")
+    # Before `layer_types`: a Mamba hybrid may list its layers there too (Granite-4.0-H).
+    if (mamba_hybrid := _mamba_hybrid(config, layers)) is not None:
+        return mamba_hybrid
     layer_types = config.get("layer_types")
     if isinstance(layer_types, list) and layer_types:
         return _from_layer_types(config, layer_types, window)
-    if (mamba_hybrid := _mamba_hybrid(config, layers)) is not None:
-        return mamba_hybrid
     if (interval := first_int(config, "full_attention_interval")) and layers:
         return _linear(config, tuple(i for i in range(layers) if (i + 1) % interval == 0))
     if window and config.get("use_sliding_window") is not False and layers:
@@ -118,28 +126,46 @@ def _from_layer_types(
 
 
 def _mamba_hybrid(config: dict[str, object], layers: int | None) -> AttentionFacts | None:
-    """Mamba layers beside attention layers, however the family lists them: `layer_types`
-    (`mamba`/`attention`, Granite-4.0-H), `hybrid_override_pattern` (`M` Mamba, `*`
-    attention, Nemotron-H), `attn_layer_indices` (Bamba), or a period and offset (Jamba)."""
-    kinds: list[str] = []
-    layer_types, pattern = config.get("layer_types"), config.get("hybrid_override_pattern")
-    if isinstance(layer_types, list) and "mamba" in layer_types:
-        kinds = ["M" if k == "mamba" else "*" if k == "attention" else "-" for k in layer_types]
-    elif isinstance(pattern, str) and "M" in pattern:
-        kinds = list(pattern)
-    elif layers and isinstance(indices := config.get("attn_layer_indices"), list):
-        kinds = ["*" if i in indices else "M" for i in range(layers)]
-    elif layers and (period := first_int(config, "attn_layer_period")):
-        offset = first_int(config, "attn_layer_offset") or 0
-        kinds = ["*" if i % period == offset else "M" for i in range(layers)]
-    if "M" not in kinds:
+    """Mamba layers beside attention layers, however the family lists them (`_mamba_kinds`);
+    None when the config is no Mamba hybrid."""
+    kinds = _mamba_kinds(config, layers)
+    if not any(kind in "MB" for kind in kinds):
         return None
     return AttentionFacts(
         kind=AttentionKind.HYBRID_MAMBA,
-        full_attention_layers=tuple(i for i, k in enumerate(kinds) if k == "*"),
-        state_layers=tuple(i for i, k in enumerate(kinds) if k == "M"),
+        full_attention_layers=tuple(i for i, k in enumerate(kinds) if k in "*B"),
+        state_layers=tuple(i for i, k in enumerate(kinds) if k in "MB"),
         state=mamba(config),
     )
+
+
+def _mamba_kinds(config: dict[str, object], layers: int | None) -> list[str]:
+    """Each layer's kind: `M` Mamba, `*` attention, `B` both side by side, `-` neither.
+
+    The spellings: `layer_types` of `mamba`/`attention` (Granite-4.0-H as published) or,
+    in a config transformers 5 re-saved, `linear_attention`/`full_attention` on a config
+    with a Mamba state and no Gated-DeltaNet one (Qwen3-Next spells its Gated DeltaNet so);
+    `hybrid_override_pattern` (`M` Mamba, `*` attention, `-` MLP, Nemotron-H) or its
+    transformers-5 `layers_block_type` (`linear_attention`/`full_attention`/`mlp`);
+    `attn_layer_indices` (Bamba); `attn_layer_period` and `attn_layer_offset` (Jamba);
+    Falcon-H1 runs a Mamba mixer beside attention in every layer."""
+    layer_types, pattern = config.get("layer_types"), config.get("hybrid_override_pattern")
+    blocks = config.get("layers_block_type")
+    is_mamba = mamba(config) is not None and gated_delta_net(config) is None
+    if isinstance(layer_types, list) and ("mamba" in layer_types or is_mamba):
+        return [_MAMBA_NAMES.get(str(k), "-") for k in layer_types]
+    if isinstance(pattern, str) and "M" in pattern:
+        return list(pattern)
+    if isinstance(blocks, list) and is_mamba:
+        return [_MAMBA_NAMES.get(str(k), "-") for k in blocks]
+    if layers and isinstance(indices := config.get("attn_layer_indices"), list):
+        return ["*" if i in indices else "M" for i in range(layers)]
+    if layers and (period := first_int(config, "attn_layer_period")):
+        offset = first_int(config, "attn_layer_offset") or 0
+        return ["*" if i % period == offset else "M" for i in range(layers)]
+    if layers and str(config.get("model_type")) == "falcon_h1" and is_mamba:
+        return ["B"] * layers
+    return []
 
 
 def _others(layers: int, full: tuple[int, ...]) -> tuple[int, ...]:

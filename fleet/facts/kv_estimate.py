@@ -16,9 +16,11 @@ MLA latent is replicated on every GPU.
 layers counted by kind (full attention, sliding window, a linear-attention or Mamba state,
 `fleet.facts.kv_state`), a drafter's layers added to the full ones, and laid out as vLLM V1
 lays them out (`fleet.facts.kv_layout`). A hybrid with state layers gets an
-attention block large enough to hold one layer's state, `16 * ceil(state / (16 *
-attention bytes per token))` tokens, the state page padded to it (vLLM's
-`HybridAttentionMambaModelConfig`). Pipeline parallel splits the layers, so each GPU holds
+attention block large enough to hold one layer's state, `A * ceil(state / (A *
+attention bytes per token))` tokens with A = max(the attention backend's smallest kernel
+block, the block size): 16 on CUDA, 128 on the CPU build; the state page padded to it
+(vLLM's `HybridAttentionMambaModelConfig`; in 0.32 `Platform._align_hybrid_block_size`).
+Pipeline parallel splits the layers, so each GPU holds
 the largest stage's share. The values that change the layout (the KV dtype, the pipeline
 size, the prefill chunk) come plain from the engine (`fleet.engines.kv.KvSettings`, read
 by each engine off its own argv); `drafter_layers` counts what a speculative method adds.
@@ -33,6 +35,7 @@ from fleet.facts.kv_layout import (
     BLOCK_SIZE,
     GroupKind,
     KvLayout,
+    LayoutRules,
     group_layers,
     padding_layers,
     uniform_layout,
@@ -47,6 +50,7 @@ __all__ = [
     "GIB",
     "GroupKind",
     "KvLayout",
+    "LayoutRules",
     "drafter_layers",
     "estimate_kv_bytes_per_token",
     "estimate_kv_tokens",
@@ -137,6 +141,7 @@ def kv_layout(
     batched_tokens: int = BATCHED_TOKENS,
     *,
     fewest_groups: bool = False,
+    rules: LayoutRules | None = None,
 ) -> KvLayout | None:
     """The KV-cache layout on one GPU; None if the facts are too thin.
 
@@ -145,19 +150,23 @@ def kv_layout(
     gives each state group as many more blocks per request. `batched_tokens` is the
     prefill chunk a sliding window group holds beside it. `fewest_groups` groups by the
     fewest layers of a kind always (the engine's `KvSettings` says when: older releases).
+    `rules` are the engine's block sizes and cache rules (`LayoutRules`: CUDA's when None).
     """
+    rules = rules or LayoutRules()
     element = kv_dtype_bytes(kv_dtype)
     per_token = layer_token_bytes(facts, element, tensor_parallel_size) if element else None
     counts = _layer_counts(facts, extra_layers)
     if per_token is None or not counts or min(tensor_parallel_size, pipeline_parallel_size) < 1:
         return None
-    block, window = BLOCK_SIZE, None
+    block, window, state_blocks = rules.block_size, None, 1
     if GroupKind.STATE in counts:
         state = facts.attention.state
         if state is None:
             return None
         page = state.page_bytes(tensor_parallel_size, spec_tokens)
-        block = BLOCK_SIZE * -(-page // (BLOCK_SIZE * per_token))
+        align = max(rules.kernel_block, rules.block_size)
+        block = max(block, align * -(-page // (align * per_token)))
+        state_blocks = rules.state_blocks(state.kind)
     if GroupKind.SLIDING in counts:
         window = facts.attention.sliding_window
     size, groups = group_layers(counts, near_most=not fewest_groups)
@@ -169,6 +178,10 @@ def kv_layout(
         sliding_window=window,
         spec_blocks=spec_tokens if GroupKind.STATE in counts else 0,
         batched_tokens=batched_tokens,
+        in_flight_batches=rules.in_flight_batches,
+        state_blocks=state_blocks,
+        tokens_from_concurrency=rules.tokens_from_concurrency,
+        assumptions=rules.notes_for(set(groups)),
     )
 
 

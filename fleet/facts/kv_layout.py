@@ -6,11 +6,17 @@ from bytes per token); read by the planner's predictions, `fleet fit`, the healt
 band check and `fleet explain log --model`. The rules are vLLM V1's
 (`vllm/v1/core/kv_cache_utils.py`, `vllm/v1/kv_cache_interface.py`): `group_layers`
 splits the layers of each kind into groups of one size, padding the short ones; one pool
-of `num_blocks = budget // page // group_size` blocks is shared by the groups; the cache
-size is `num_blocks // groups * block_size`; one request takes, per group, the blocks of
-its context (full attention), of its window plus a prefill chunk plus one (sliding
-window), or one state block plus one per speculative token (a linear-attention or Mamba
-state), and the maximum concurrency is `num_blocks` over that. Pure.
+of `num_blocks = budget // page // group_size` blocks is shared by the groups; one request
+takes, per group, the blocks of its context (full attention), of its window plus the
+tokens in flight plus one (sliding window: `cdiv(min(window - 1 + in_flight, context),
+block) + 1`, `in_flight` = concurrent batches x prefill chunk, `SlidingWindowSpec.
+max_admission_blocks_per_request`), or a state's blocks (one, or two plus a prefill
+checkpoint in the Mamba cache mode `align`, `MambaSpec.max_memory_usage_bytes`) plus one
+per speculative token, and the maximum concurrency is `num_blocks` over that. The cache
+size vLLM logs is `num_blocks // groups * block_size` through 0.19
+(`_report_kv_cache_config`), and `int(max_concurrency x max_model_len)` since 0.24
+(`get_kv_cache_capacity`: 0.25.1's log states 94,135 tokens, no whole number of blocks,
+from the same source lines as 0.24.0's; 0.20-0.23 were not read). Pure.
 """
 
 from __future__ import annotations
@@ -32,6 +38,36 @@ class GroupKind(StrEnum):
     STATE = "state"  # one fixed-size linear-attention state
 
 
+class LayoutRules(CoreModel):
+    """What an engine's release and platform decide of a layout, beside the model.
+
+    `block_size` tokens per attention block; a hybrid's attention block is a multiple of
+    max(`kernel_block`, `block_size`); `in_flight_batches` prefill chunks a sliding window
+    holds at once; `state_cache` the Mamba cache mode (`none`: one block per state and
+    request; `align`: two, and a prefill checkpoint block for Mamba2);
+    `tokens_from_concurrency` how the logged cache size is counted (`KvLayout.tokens`);
+    `notes` the defaults that moved the figures, by the groups they concern.
+    """
+
+    block_size: int = BLOCK_SIZE
+    kernel_block: int = BLOCK_SIZE
+    in_flight_batches: int = 1
+    state_cache: str = "none"
+    tokens_from_concurrency: bool = False
+    notes: tuple[tuple[str, str], ...] = ()
+
+    def state_blocks(self, kind: str) -> int:
+        """Blocks one request holds per state group, but speculative ones."""
+        if self.state_cache != "align":
+            return 1
+        return 2 + (1 if kind == "mamba2" else 0)
+
+    def notes_for(self, groups: set[GroupKind]) -> tuple[str, ...]:
+        """The notes that concern a layout of these groups, in order."""
+        kinds = {"all", *(str(kind) for kind in groups)}
+        return tuple(text for concerns, text in self.notes if concerns in kinds)
+
+
 class KvLayout(CoreModel):
     """A model's KV cache on one GPU as vLLM lays it out: blocks, pages, groups.
 
@@ -46,6 +82,10 @@ class KvLayout(CoreModel):
     sliding_window: int | None = None
     spec_blocks: int = 0
     batched_tokens: int = BATCHED_TOKENS
+    in_flight_batches: int = 1
+    state_blocks: int = 1
+    tokens_from_concurrency: bool = False
+    assumptions: tuple[str, ...] = ()
 
     @property
     def block_bytes(self) -> int:
@@ -56,8 +96,12 @@ class KvLayout(CoreModel):
         """The blocks of the shared pool a budget holds (vLLM's `num_blocks`)."""
         return max(budget_bytes, 0) // self.page_bytes // self.layers_per_group
 
-    def tokens(self, budget_bytes: int) -> int:
-        """The `GPU KV cache size` a budget gives: whole blocks per group times block size."""
+    def tokens(self, budget_bytes: int, context: int | None = None) -> int:
+        """The `GPU KV cache size` a budget gives: the maximum concurrency at `context` times
+        `context` where the release logs that (`tokens_from_concurrency`), else whole blocks
+        per group times the block size."""
+        if self.tokens_from_concurrency and context:
+            return int(self.max_concurrency(budget_bytes, context) * context)
         return self.num_blocks(budget_bytes) // len(self.groups) * self.block_size
 
     def budget_for(self, tokens: int) -> int:
@@ -91,10 +135,11 @@ class KvLayout(CoreModel):
             if kind is GroupKind.FULL:
                 blocks += -(-context // self.block_size)
             elif kind is GroupKind.SLIDING:
-                window = min((self.sliding_window or context) - 1 + self.batched_tokens, context)
+                in_flight = self.in_flight_batches * self.batched_tokens
+                window = min((self.sliding_window or context) - 1 + in_flight, context)
                 blocks += -(-window // self.block_size) + 1
             else:
-                blocks += 1 + self.spec_blocks
+                blocks += self.state_blocks + self.spec_blocks
         return max(blocks, 1)
 
     def request_bytes(self, context: int) -> int:

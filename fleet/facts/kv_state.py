@@ -91,7 +91,7 @@ def mamba(config: dict[str, object]) -> StateShape | None:
     head_dim = first_int(config, "mamba_head_dim", "mamba_d_head")
     hidden = first_int(config, "hidden_size")
     expand = first_int(config, "mamba_expand", "expand")
-    intermediate = first_int(config, "mamba_intermediate_size") or (
+    intermediate = first_int(config, "mamba_intermediate_size", "mamba_d_ssm") or (
         heads * head_dim if heads and head_dim else (expand * hidden if expand and hidden else None)
     )
     if state is None or kernel is None or intermediate is None:

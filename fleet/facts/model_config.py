@@ -100,6 +100,18 @@ class ModelFacts(CoreModel):
         }
 
 
+def _num_layers(config: dict[str, object]) -> int | None:
+    """The layer count, else the length of a per-layer list (Nemotron-H as transformers 5
+    saves it states only `layers_block_type`)."""
+    stated = first_int(config, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    if stated is not None:
+        return stated
+    for key in ("layers_block_type", "hybrid_override_pattern", "layer_types"):
+        if isinstance(listed := config.get(key), list | str) and listed:
+            return len(listed)
+    return None
+
+
 def parse_model_config(text: str, hf_quant_config: str | None = None) -> ModelFacts:
     """Read model facts off config.json text; `hf_quant_config` is ModelOpt's sibling file.
 
@@ -120,7 +132,7 @@ def parse_model_config(text: str, hf_quant_config: str | None = None) -> ModelFa
         architectures=_strings(config.get("architectures")),
         model_type=first_str(config, "model_type"),
         text_model_type=first_str(inner, "model_type") if inner is not config else None,
-        num_layers=first_int(inner, "num_hidden_layers", "n_layer", "num_layers", "n_layers"),
+        num_layers=_num_layers(inner),
         hidden_size=hidden,
         num_attention_heads=heads,
         num_kv_heads=first_int(inner, "num_key_value_heads", "num_kv_heads", "n_head_kv") or heads,

@@ -59,6 +59,7 @@ def predict_seat(desired: DesiredFleet, observation: Observation, seat: Seat) ->
         max_model_len=base.max_model_len,
         gpu_memory=gpu_memory(desired, observation, seat),
         unknown=base.unknown,
+        assumptions=base.layout.assumptions if base.layout and base.exact is None else (),
     )
 
 
@@ -194,7 +195,7 @@ def fit_seat(
         source=PredictionSource.ESTIMATE if base.layout else base.source,
         budgets=budgets,
         chosen=chosen,
-        kv_tokens=layout.tokens(chosen) if layout and chosen is not None else None,
+        kv_tokens=layout.tokens(chosen, seat.context) if layout and chosen is not None else None,
         max_concurrency=(
             round(layout.max_concurrency(chosen, seat.context), 4)
             if layout and chosen is not None

@@ -74,6 +74,9 @@ class Prediction(CoreModel):
     max_model_len: int | None = Field(None, description="most context config.json allows")
     gpu_memory: dict[int, GpuMemory] = Field(default_factory=dict)
     unknown: tuple[str, ...] = Field((), description="facts that could not be read")
+    assumptions: tuple[str, ...] = Field(
+        (), description="defaults of the engine's release and platform that moved an estimate"
+    )
 
     @property
     def band_concurrency(self) -> float | None:
@@ -82,7 +85,8 @@ class Prediction(CoreModel):
 
     def describe(self) -> str:
         """`KV 24GiB -> ~205,700 tokens, max concurrency 1.57x at 131,072 (band
-        1.2x..2.5x), estimate`."""
+        1.2x..2.5x), estimate`, with the assumptions that moved an estimate after it
+        (`estimate (block 128 (CPU), prefill chunk 2048)`)."""
         band = f"band {self.band.min:g}x..{self.band.max:g}x"
         kv = "KV" if self.kv_cache_bytes is None else f"KV {size_text(self.kv_cache_bytes)}"
         concurrency = self.band_concurrency
@@ -91,9 +95,10 @@ class Prediction(CoreModel):
         exact = self.source is PredictionSource.EXACT
         tokens = f"{self.kv_tokens:,}" if exact else f"~{_rounded(self.kv_tokens):,}"
         at = f" at {self.context:,}" if self.context else ""
-        return f"{kv} -> {tokens} tokens, max concurrency {concurrency:.2f}x{at} ({band}), " + str(
-            self.source
-        )
+        source = str(self.source)
+        if self.assumptions and not exact:
+            source += f" ({', '.join(self.assumptions)})"
+        return f"{kv} -> {tokens} tokens, max concurrency {concurrency:.2f}x{at} ({band}), {source}"
 
 
 class Basis(CoreModel):
@@ -147,7 +152,7 @@ def basis(desired: DesiredFleet, observation: Observation, seat: Seat) -> Basis:
     total, gpu_note = _total_mib(desired, host, seat)
     unknown = [gpu_note] if gpu_note else []
     facts = model_facts(info)
-    layout, why = _layout(host, seat, info, facts)
+    layout, why = _layout(host, seat, info, facts, total if seat.gpus else None)
     if path in host.missing_paths or info is None:
         why = f"model {seat.model} is not on {seat.host}"
     unknown += [why] if why else []
@@ -194,7 +199,9 @@ def kv_tokens(basis: Basis, seat: Seat) -> int | None:
     if basis.exact is not None:
         return basis.exact.kv_cache_tokens
     budget = kv_budget(basis, seat)
-    return basis.layout.tokens(budget) if basis.layout and budget is not None else None
+    if basis.layout is None or budget is None:
+        return None
+    return basis.layout.tokens(budget, seat.context)
 
 
 def max_concurrency(basis: Basis, seat: Seat) -> float | None:
@@ -224,13 +231,17 @@ def _total_mib(desired: DesiredFleet, host: ObservedHost, seat: Seat) -> tuple[i
 
 
 def _layout(
-    host: ObservedHost, seat: Seat, info: ModelInfo | None, facts: ModelFacts | None
+    host: ObservedHost,
+    seat: Seat,
+    info: ModelInfo | None,
+    facts: ModelFacts | None,
+    device_mib: int | None = None,
 ) -> tuple[KvLayout | None, str]:
     """The KV layout from config.json facts, else from the summary observation keeps."""
     settings = _kv_settings(seat)
     dtype, tp, pp = settings.dtype, seat.tp_size, settings.pipeline_parallel
     if facts is not None:
-        layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)))
+        layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)), device_mib)
         return layout, "" if layout else f"config.json of {seat.model} is too thin to size KV"
     if info is None or info.kv_bytes_per_token is None:
         return None, f"no KV bytes per token known for {seat.model} (config.json not read)"

@@ -3,25 +3,42 @@
 Called by `fleet.plan.predict` (a seat's estimate), `fleet explain log --model` and the
 estimate report (`log_layout`). The seat's engine reads what changes the layout off the
 seat (`Engine.kv_settings`: the KV dtype, pipeline parallel size, prefill chunk, a state's
-dtype, and the grouping rule of the image's release); with the tensor parallel size, a
-drafter's layers and speculative tokens they go plain to the engine-neutral model
-(`fleet.facts.kv_estimate.kv_layout`). Pure.
+dtype, and the defaults of the image's release and the seat's platform: a seat without
+GPUs runs the CPU build, an image whose repository names ROCm a ROCm one, others CUDA);
+with the tensor parallel size, a drafter's layers and speculative tokens they go plain to
+the engine-neutral model (`fleet.facts.kv_estimate.kv_layout`), and the layout names the
+defaults that moved it (`KvLayout.assumptions`). A log's configuration is read off the
+log: its non-default args and the platform and release it names. Pure.
 """
 
 from __future__ import annotations
 
 from fleet.engines import Engine, engine_for
+from fleet.engines.kv import KvSettings
 from fleet.engines.report import EngineReport
-from fleet.facts.kv_estimate import BATCHED_TOKENS, KvLayout, drafter_layers, kv_layout
+from fleet.facts.kv_estimate import (
+    BATCHED_TOKENS,
+    BLOCK_SIZE,
+    KvLayout,
+    LayoutRules,
+    drafter_layers,
+    kv_layout,
+)
 from fleet.facts.model_config import ModelFacts
 from fleet.spec.images import parse_image
 from fleet.spec.models import Seat
 
 
-def seat_layout(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> KvLayout | None:
-    """The layout the seat's engine will build; None if config.json is too thin."""
+def seat_layout(
+    seat: Seat, facts: ModelFacts, draft: ModelFacts | None, device_mib: int | None = None
+) -> KvLayout | None:
+    """The layout the seat's engine will build; None if config.json is too thin.
+    `device_mib` is the memory of the seat's smallest GPU, where the engine's defaults
+    depend on it."""
     engine = engine_for(seat.engine)
-    settings = engine.kv_settings(seat.extra_args, parse_image(seat.image).version)
+    settings = engine.kv_settings(
+        seat.extra_args, parse_image(seat.image).version, seat_platform(seat)
+    )
     dtype, tp = settings.dtype, seat.tp_size
     spec = seat.speculative
     extra = (
@@ -29,31 +46,78 @@ def seat_layout(seat: Seat, facts: ModelFacts, draft: ModelFacts | None) -> KvLa
         if spec
         else 0
     )
-    batched = settings.batched_tokens
-    return kv_layout(
-        with_state_dtype(facts, settings.state_dtype),
-        dtype,
-        tp,
-        settings.pipeline_parallel,
-        extra,
-        spec.num_tokens if spec else 0,
-        BATCHED_TOKENS if batched is None else batched,
-        fewest_groups=settings.fewest_groups,
-    )
+    settings = _by_device(_drafting(settings, spec.method if spec else None), device_mib)
+    return _layout(facts, settings, tp, extra, spec.num_tokens if spec else 0)
 
 
 def log_layout(facts: ModelFacts, report: EngineReport, engine: Engine) -> KvLayout | None:
     """The layout plan would predict for the configuration a startup log of `engine` ran (its
-    KV dtype, parallel sizes and speculative decoding; a drafter's config is not known from
-    a log), grouped by the rule of the release the log names."""
-    dtype = report.kv_cache_dtype or "auto"
-    tp, pp = report.tensor_parallel_size or 1, report.pipeline_parallel_size or 1
+    KV dtype, parallel sizes, speculative decoding and non-default args; a drafter's config
+    is not known from a log), by the rules of the release and platform the log names."""
+    version = tuple(int(p) for p in (report.version or "").split(".")[:3] if p.isdigit())
+    settings = engine.kv_settings(
+        report.engine_args, version if len(version) == 3 else None, report.platform
+    )
+    if report.kv_cache_dtype:
+        settings = settings.model_copy(update={"dtype": report.kv_cache_dtype.strip().lower()})
+    tp = report.tensor_parallel_size or 1
+    if report.pipeline_parallel_size:
+        settings = settings.model_copy(update={"pipeline_parallel": report.pipeline_parallel_size})
     spec = report.speculative
     method, k = (spec.method, spec.num_tokens or 0) if spec else (None, 0)
-    extra = drafter_layers(facts, method, bool(spec and spec.draft_model), None, dtype, tp)
-    version = tuple(int(p) for p in (report.version or "").split(".")[:3] if p.isdigit())
-    fewest = engine.kv_settings((), version if len(version) == 3 else None).fewest_groups
-    return kv_layout(facts, dtype, tp, pp, extra, k, fewest_groups=fewest)
+    extra = drafter_layers(facts, method, bool(spec and spec.draft_model), None, settings.dtype, tp)
+    return _layout(facts, _drafting(settings, method), tp, extra, k)
+
+
+def _by_device(settings: KvSettings, device_mib: int | None) -> KvSettings:
+    """The prefill chunk the engine takes on a device of this much memory, if it depends."""
+    if not settings.batched_by_device or not device_mib or settings.batched_tokens is not None:
+        return settings
+    chunk = next(c for least, c in settings.batched_by_device if device_mib >= least)
+    note = ("sliding", f"prefill chunk {chunk} ({device_mib / 1024:.0f} GiB GPU)")
+    return settings.model_copy(
+        update={"batched_tokens": chunk, "assumptions": (*settings.assumptions, note)}
+    )
+
+
+def _drafting(settings: KvSettings, method: str | None) -> KvSettings:
+    """One batch in flight when a speculative method turns concurrent batches off."""
+    if method is None or settings.in_flight_batches == 1 or method in settings.async_drafters:
+        return settings
+    return settings.model_copy(update={"in_flight_batches": 1})
+
+
+def _layout(
+    facts: ModelFacts, settings: KvSettings, tp: int, extra: int, spec_tokens: int
+) -> KvLayout | None:
+    """The engine-neutral layout of these settings."""
+    batched = settings.batched_tokens
+    rules = LayoutRules(
+        block_size=settings.block_size or BLOCK_SIZE,
+        kernel_block=settings.kernel_block or settings.block_size or BLOCK_SIZE,
+        in_flight_batches=settings.in_flight_batches,
+        state_cache=settings.state_cache or "none",
+        tokens_from_concurrency=settings.tokens_from_concurrency,
+        notes=settings.assumptions,
+    )
+    return kv_layout(
+        with_state_dtype(facts, settings.state_dtype),
+        settings.dtype,
+        tp,
+        settings.pipeline_parallel,
+        extra,
+        spec_tokens,
+        BATCHED_TOKENS if batched is None else batched,
+        fewest_groups=settings.fewest_groups,
+        rules=rules,
+    )
+
+
+def seat_platform(seat: Seat) -> str:
+    """What the seat's engine runs on: `cpu` without GPUs, `rocm` for an image of ROCm."""
+    if not seat.gpus:
+        return "cpu"
+    return "rocm" if "rocm" in parse_image(seat.image).repository.lower() else "cuda"
 
 
 def with_state_dtype(facts: ModelFacts, dtype: str | None) -> ModelFacts:

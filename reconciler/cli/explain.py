@@ -21,6 +21,7 @@ from reconciler.cli.output import Output
 if TYPE_CHECKING:
     from fleet.engines.base import Engine
     from fleet.engines.report import EngineReport
+    from fleet.facts.kv_estimate import KvLayout
     from fleet.facts.model_config import ModelFacts
 
 explain_app = typer.Typer(
@@ -95,7 +96,10 @@ def load_model_facts(path: Path) -> ModelFacts:
 
 def kv_estimate(report: EngineReport, facts: ModelFacts, engine: Engine) -> dict[str, object]:
     """What plan predicts from the config for the log's configuration (the KV cache laid out
-    as vLLM lays it out) beside what the engine logged; each `ratio` is logged / estimated."""
+    as vLLM lays it out on the log's release and platform) beside what the engine logged;
+    each `ratio` is logged / estimated; `assumptions` (when any) the defaults of the log's
+    release and platform that moved the estimate, and where the two differ by more than
+    1%, `differs` names the inputs known to differ."""
     from fleet.facts.kv_estimate import GIB, estimate_kv_bytes_per_token
     from fleet.plan.seat_layout import log_layout
 
@@ -104,10 +108,12 @@ def kv_estimate(report: EngineReport, facts: ModelFacts, engine: Engine) -> dict
     context = report.max_model_len
     if layout is not None and report.kv_cache_gib is not None:
         budget = int(report.kv_cache_gib * GIB)
-        tokens = layout.tokens(budget)
+        tokens = layout.tokens(budget, context)
         most = round(layout.max_concurrency(budget, context), 2) if context else None
     logged, logged_most = report.kv_cache_tokens, report.max_concurrency
-    return {
+    ratio = round(logged / tokens, 4) if logged is not None and tokens else None
+    most_ratio = round(logged_most / most, 4) if logged_most is not None and most else None
+    data: dict[str, object] = {
         "bytes_per_token_per_gpu": estimate_kv_bytes_per_token(
             facts, report.kv_cache_dtype or "auto", report.tensor_parallel_size or 1
         ),
@@ -116,13 +122,34 @@ def kv_estimate(report: EngineReport, facts: ModelFacts, engine: Engine) -> dict
         "layers_per_group": layout.layers_per_group if layout else None,
         "estimated_tokens": tokens,
         "logged_tokens": logged,
-        "ratio": round(logged / tokens, 4) if logged is not None and tokens else None,
+        "ratio": ratio,
         "estimated_max_concurrency": most,
         "logged_max_concurrency": logged_most,
-        "max_concurrency_ratio": (
-            round(logged_most / most, 4) if logged_most is not None and most else None
-        ),
+        "max_concurrency_ratio": most_ratio,
     }
+    if layout is not None and layout.assumptions:
+        data["assumptions"] = list(layout.assumptions)
+    if any(r is not None and abs(r - 1) > 0.01 for r in (ratio, most_ratio)):
+        data["differs"] = differing_inputs(report, layout)
+    return data
+
+
+def differing_inputs(report: EngineReport, layout: KvLayout | None) -> list[str]:
+    """The inputs of an estimate the log shows to differ from the estimate's own."""
+    if layout is None:
+        return ["no layout could be estimated from the config"]
+    found = []
+    block = report.attention_block_size
+    if block is not None and block != layout.block_size:
+        found.append(f"attention block: log {block}, estimate {layout.block_size}")
+    if report.platform is None:
+        found.append("platform: the log names none (a GPU assumed)")
+    if not found:
+        found.append(
+            "no input the log states differs: the model's layer kinds or a default "
+            "the log does not state (prefill chunk, state blocks) may"
+        )
+    return found
 
 
 def attention_detail(facts: ModelFacts) -> str:

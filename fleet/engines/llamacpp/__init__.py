@@ -195,7 +195,9 @@ def fixed_kv_tokens(seat: Seat) -> int | None:
     return seat.context * slots(seat)
 
 
-def kv_settings(args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings:
+def kv_settings(
+    args: Sequence[str], version: tuple[int, ...] | None, platform: str | None = None
+) -> KvSettings:
     """The defaults: plan does not lay out a llama.cpp cache (its cells are fixed)."""
     return KvSettings()
 

@@ -8,18 +8,24 @@ prints fewer facts. The KV cache's total and K/V types come from `llama_kv_cache
 ...` (mid-2025 on) or, in older builds, `KV self size  = 256.00 MiB, K (f16): ...` (logged
 by `llama_new_context_with_model`, `llama_init_from_model`, `llama_context` or
 `llama_kv_cache_unified`; before that without the types, as `kv self size  = 256.00 MB`).
-KV buffers logged after `loading draft model`, or after the target's KV size line (the
-context of the model's own MTP head, `set_mtp: MTP draft head registered`), belong to the
-drafter: `draft_kv_buffer_mib`, never added into the target's. The build is `build: N
-(commit)`, in newer builds `build_info: bN-commit`, and in 2026 builds (b11434) a trace
-line (`-lv 4` only) `common_params_print_info: build N (commit) with <compiler>`; each is
-read as `N (commit)`. The KV cache's cells are the target's `llama_kv_cache: size = ...
-(C cells, L layers, S/N seqs)` (mid-2025 on): C cells in each of N streams (one per slot,
-one when the cache is unified), so C x N in all. With a draft model, 2026 builds trace the
-speculative implementation (`adding speculative implementation 'draft-simple'`) and its
-`- n_max=K, n_min=..., p_min=...` (`-lv 4`): `speculative_type` and `draft_max`; when
-they log `no implementations specified for speculative decoding` instead (a draft model
-without `--spec-type`), the drafter is loaded but never drafts: no speculative method.
+KV buffers logged after `loading draft model`, after `creating MTP draft context against
+the target model` (2026 builds), or after the target's KV size line (the context of the
+model's own MTP head, `set_mtp: MTP draft head registered`), belong to the drafter:
+`draft_kv_buffer_mib`, never added into the target's. A model with interleaved
+sliding-window attention has two caches of its own (`llama_kv_cache_iswa: creating
+non-SWA KV cache`, then `creating     SWA KV cache`, each with its buffers and size
+line): both are the seat's KV. The MTP lines (`creating MTP draft context ...`,
+`adding speculative implementation 'mtp'` or `'draft-mtp'`) give `mtp` as the method.
+The build is `build: N (commit)`, in newer builds `build_info: bN-commit`, and in 2026
+builds (b11434) a trace line (`-lv 4` only) `common_params_print_info: build N (commit)
+with <compiler>`; each is read as `N (commit)`. The KV cache's cells are the target's
+`llama_kv_cache: size = ... (C cells, L layers, S/N seqs)` (mid-2025 on): C cells in each
+of N streams (one per slot, one when the cache is unified), so C x N in all. With a draft
+model, 2026 builds trace the speculative implementation (`adding speculative
+implementation 'draft-simple'`) and its `- n_max=K, n_min=..., p_min=...` (`-lv 4`):
+`speculative_type` and `draft_max`; when they log `no implementations specified for
+speculative decoding` instead (a draft model without `--spec-type`), the drafter is
+loaded but never drafts: no speculative method.
 """
 
 from __future__ import annotations
@@ -39,7 +45,12 @@ _KV_CELLS = re.compile(
 _SPEC_TYPE = re.compile(r"adding speculative implementation '([\w-]+)'")
 _SPEC_N_MAX = re.compile(r"- n_max=(\d+), n_min=")
 _NO_SPEC = "no implementations specified for speculative decoding"
-_MTP = re.compile(r"MTP draft head registered|--spec-type \S*mtp|spec_type = \S*mtp")
+_MTP = re.compile(
+    r"MTP draft head registered|--spec-type \S*mtp|spec_type = \S*mtp"
+    r"|creating MTP draft context|speculative implementation '(?:draft-)?mtp'"
+)
+_MTP_CONTEXT = "creating MTP draft context"
+_ISWA_SWA = re.compile(r"llama_kv_cache_iswa: creating\s+SWA KV cache")
 _MODEL = re.compile(r"load_model: loading model '([^']*)'")
 _DRAFT = re.compile(r"loading draft model '([^']*)'")
 _ARCH = re.compile(r"print_info: arch\s*=\s*(\S+)")
@@ -129,12 +140,17 @@ def parse_llamacpp_log(text: str) -> LlamaCppReport:
             found["draft_model"] = match.group(1)
         if _MTP.search(line):
             found["mtp"] = "true"
+        if _MTP_CONTEXT in line:
+            found["mtp_context"] = "true"
         if _NO_SPEC in line:
             found["no_spec"] = "true"
+        if _ISWA_SWA.search(line) and "kv_size_mib" in found:
+            found["swa_cache"] = "pending"
         _collect(line, found)
-        if "draft_model" not in found and "kv_size_mib" not in found:
+        drafting = "draft_model" in found or "mtp_context" in found
+        if not drafting and ("kv_size_mib" not in found or found.get("swa_cache") == "pending"):
             _collect_sizes(line, found, kv_buffers, model_buffers)
-        elif "draft_model" not in found:
+        elif not drafting:
             _collect_sizes(line, found, draft_buffers, model_buffers)
         else:
             _collect_sizes(line, {}, draft_buffers, [])
@@ -200,6 +216,8 @@ def _collect_kv_size(match: re.Match[str], found: dict[str, str]) -> None:
     function, size, type_k, type_v = groups[0:4] if groups[0] else groups[4:8]
     if "recurrent" in (function or ""):
         found.setdefault("recurrent_state_mib", size or "")
+    elif found.get("swa_cache") == "pending" and size:
+        found["swa_cache"], found["swa_size_mib"] = "read", size
     elif "kv_size_mib" not in found and size:
         found["kv_size_mib"] = size
         if cells := _KV_CELLS.search(match.string):
@@ -219,7 +237,7 @@ def _assemble(
     kv_mib = (
         round(sum(buffer.mib for buffer in kv_buffers), 2)
         if kv_buffers
-        else to_float(found.get("kv_size_mib"))
+        else _sum_mib(found.get("kv_size_mib"), found.get("swa_size_mib"))
     )
     unified = found.get("kv_unified")
     return LlamaCppReport(
@@ -247,6 +265,14 @@ def _assemble(
         listen_url=found.get("listen_url"),
         errors=errors,
     )
+
+
+def _sum_mib(*sizes: str | None) -> float | None:
+    """The sizes given, added (None when the first is not given)."""
+    numbers = [to_float(size) for size in sizes if size is not None]
+    if not numbers or numbers[0] is None:
+        return None
+    return round(sum(n for n in numbers if n is not None), 2)
 
 
 def _kv_on_cpu(kv_buffers: list[DeviceBuffer], found: dict[str, str]) -> bool | None:

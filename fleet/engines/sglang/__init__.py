@@ -163,7 +163,9 @@ def fixed_kv_tokens(seat: Seat) -> int | None:
     return None
 
 
-def kv_settings(args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings:
+def kv_settings(
+    args: Sequence[str], version: tuple[int, ...] | None, platform: str | None = None
+) -> KvSettings:
     """`--kv-cache-dtype` and `--pipeline-parallel-size` (`--pp-size`) of an SGLang argv."""
     return read_kv_settings(
         args, dtype=("--kv-cache-dtype",), pipeline=("--pipeline-parallel-size", "--pp-size")

@@ -1,10 +1,42 @@
-"""What of a vLLM argv and release changes the KV layout plan predicts.
+"""What of a vLLM argv, release and platform changes the KV layout plan predicts.
 
-`--kv-cache-dtype`, `--pipeline-parallel-size` (`-pp`), the prefill chunk
-`--max-num-batched-tokens` (a sliding-window group holds it beside its window) and
-`--mamba-ssm-cache-dtype` (a Mamba state's dtype), as `fleet.engines.kv.KvSettings` for the
-engine-neutral model. Before 0.12 a kind's groups always had the fewest layers of a kind;
-vLLM PR #29303 groups by the most when under 1.5x the fewest. Pure.
+The flags: `--kv-cache-dtype`, `--pipeline-parallel-size` (`-pp`), the prefill chunk
+`--max-num-batched-tokens` (a sliding-window group holds it beside its window),
+`--mamba-ssm-cache-dtype` (a Mamba state's dtype), `--block-size`,
+`--[no-]enable-prefix-caching`, `--mamba-cache-mode` and `--[no-]async-scheduling`, as
+`fleet.engines.kv.KvSettings` for the engine-neutral model. An explicit flag wins over
+any default below.
+
+The defaults by release (`version`; None: not known, the rules the corpus holds, but on
+the CPU build, whose release images follow 0.32's) and platform (`cpu`, `cuda`, `rocm`;
+None: a GPU), each read in vLLM's source:
+
+- Before 0.12 a kind's groups always had the fewest layers of a kind; PR #29303 groups by
+  the most when under 1.5x the fewest.
+- The logged cache size is `int(max_concurrency x max_model_len)` since 0.24
+  (`get_kv_cache_capacity`), whole blocks per group before (0.19's
+  `_report_kv_cache_config`).
+- From 0.32 (the release read; 0.20-0.31 keep the rules the corpus holds for 0.19):
+  - the CPU build (`platforms/cpu.py`, `CpuPlatform.check_and_update_config`): blocks of
+    128 tokens unless `--block-size` (16 for MLA without AMX, not modelled: this lab's
+    CPUs have AMX), a hybrid's attention block a multiple of max(32, block)
+    (`_align_hybrid_block_size`, the CPU attention backend's kernel blocks are multiples
+    of 32), no async scheduling (one batch in flight), the SSM state in float32 (reset on
+    AVX512-BF16 machines, which the CPU build targets); the prefill chunk 2048 per
+    tensor-parallel rank (`EngineArgs._get_default_max_num_batched_tokens`, the OpenAI
+    server);
+  - GPUs: the prefill chunk by the GPU's memory (`GPU_BATCHED_TOKENS`, where the
+    seat's GPU memory is known; 8192 otherwise); async scheduling on unless
+    `--no-async-scheduling` or pipeline parallelism
+    (`VllmConfig.__post_init__`), so two prefill chunks in flight
+    (`VllmConfig.max_in_flight_tokens`); a speculative method other than EAGLE, a draft
+    model, DFlash or DSpark turns it off (`fleet.plan.seat_layout` says which);
+  - a Mamba hybrid caches its state in mode `align` when prefix caching is on, the
+    default (`MambaModelConfig.verify_and_update_config`): 2 blocks per request, plus a
+    prefill checkpoint block for Mamba2 (`MambaSpec.max_memory_usage_bytes`,
+    `MambaMixer2.get_kv_cache_spec`).
+
+Pure.
 """
 
 from __future__ import annotations
@@ -12,19 +44,93 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from fleet.engines.kv import KvSettings, read_kv_settings
+from fleet.facts.argv import flag_value
 
 NEAR_MOST_SINCE = (0, 12, 0)  # the first vLLM release grouping by the most layers (1.5x)
+TOKENS_FROM_CONCURRENCY_SINCE = (0, 24, 0)  # logged size = max concurrency x context
+PLATFORM_RULES_SINCE = (0, 32, 0)  # the release whose platform defaults were read
+CPU_BLOCK = 128
+CPU_KERNEL_BLOCK = 32
+CPU_BATCHED_TOKENS = 2048  # per tensor-parallel rank, the OpenAI server's default
+ASYNC_OFF = ("--no-async-scheduling",)
+# The OpenAI server's prefill chunk on a GPU of at least so much memory (MiB), 0.32
+# (`EngineArgs._get_default_max_num_batched_tokens`; an A100 of 80 GiB takes 2048, not
+# modelled: fleet knows a GPU's memory, not always its name).
+GPU_BATCHED_TOKENS = ((160 * 1024, 16384), (70 * 1024, 8192), (0, 2048))
+# Speculative methods that keep async scheduling on (`VllmConfig.__post_init__`, 0.32):
+# EAGLE's kinds and MTP, a draft model, DFlash, DSpark and the GPU n-gram.
+ASYNC_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark", "ngram_gpu")
 
 
-def kv_settings(args: Sequence[str], version: tuple[int, ...] | None) -> KvSettings:
-    """The KV dtype, pipeline size, prefill chunk and state dtype of a vLLM argv, and the
-    grouping rule of its release (None: a current one)."""
+def kv_settings(
+    args: Sequence[str], version: tuple[int, ...] | None, platform: str | None = None
+) -> KvSettings:
+    """The KV dtype, pipeline size, prefill chunk, state dtype, block sizes and cache rules
+    of a vLLM argv on a release (None: not known) and platform (None: a GPU)."""
     settings = read_kv_settings(
         args,
         dtype=("--kv-cache-dtype",),
         pipeline=("--pipeline-parallel-size", "-pp"),
         batched=("--max-num-batched-tokens",),
         state_dtype=("--mamba-ssm-cache-dtype",),
+        block=("--block-size",),
+        prefix_caching=(("--enable-prefix-caching",), ("--no-enable-prefix-caching",)),
+        state_cache=("--mamba-cache-mode",),
     )
-    fewest = version is not None and version < NEAR_MOST_SINCE
-    return settings.model_copy(update={"fewest_groups": fewest})
+    if version is None and platform == "cpu":
+        version = PLATFORM_RULES_SINCE  # vLLM's CPU release images are of 0.32's rules
+    update: dict[str, object] = {
+        "fewest_groups": version is not None and version < NEAR_MOST_SINCE,
+        "tokens_from_concurrency": version is not None and version >= TOKENS_FROM_CONCURRENCY_SINCE,
+        "platform": platform,
+    }
+    if version is not None and version >= PLATFORM_RULES_SINCE:
+        rules = _cpu(settings, args) if platform == "cpu" else _gpu(settings, args)
+        update |= rules
+    return settings.model_copy(update=update)
+
+
+def _cpu(settings: KvSettings, args: Sequence[str]) -> dict[str, object]:
+    """The CPU build's defaults, where no flag set them, and what they moved."""
+    notes: list[tuple[str, str]] = []
+    rules: dict[str, object] = {"kernel_block": CPU_KERNEL_BLOCK, "in_flight_batches": 1}
+    if settings.block_size is None:
+        rules["block_size"] = CPU_BLOCK
+        notes.append(("all", f"block {CPU_BLOCK} (CPU)"))
+    if settings.batched_tokens is None:
+        tp = _tensor_parallel(args)
+        rules["batched_tokens"] = CPU_BATCHED_TOKENS * tp
+        notes.append(("sliding", f"prefill chunk {CPU_BATCHED_TOKENS * tp}"))
+    if settings.state_dtype in (None, "", "auto"):
+        rules["state_dtype"] = "float32"
+        notes.append(("state", "SSM state float32 (CPU)"))
+    rules |= _state_cache(settings, notes)
+    return rules | {"assumptions": tuple(notes)}
+
+
+def _gpu(settings: KvSettings, args: Sequence[str]) -> dict[str, object]:
+    """A GPU's defaults of the release read, where no flag set them."""
+    notes: list[tuple[str, str]] = []
+    rules: dict[str, object] = {}
+    if settings.pipeline_parallel == 1 and not any(a in ASYNC_OFF for a in args):
+        rules |= {"in_flight_batches": 2, "async_drafters": ASYNC_DRAFTERS}
+    if settings.batched_tokens is None:
+        rules["batched_by_device"] = GPU_BATCHED_TOKENS
+        notes.append(("sliding", "2 prefill chunks in flight (async scheduling)"))
+    rules |= _state_cache(settings, notes)
+    return rules | {"assumptions": tuple(notes)}
+
+
+def _state_cache(settings: KvSettings, notes: list[tuple[str, str]]) -> dict[str, object]:
+    """The Mamba cache mode: the flag's, else `align` with prefix caching (the default)."""
+    if settings.state_cache:
+        return {}
+    if settings.prefix_caching is False:
+        return {"state_cache": "none"}
+    notes.append(("state", "Mamba cache align (prefix caching)"))
+    return {"state_cache": "align"}
+
+
+def _tensor_parallel(args: Sequence[str]) -> int:
+    value = flag_value(args, "--tensor-parallel-size", "-tp")
+    return int(value) if value and value.isdigit() and int(value) > 0 else 1

@@ -12,7 +12,8 @@ them). A fact is the first value the log states; nothing is computed except V0's
 (blocks × block size) and, when the log names no served model, the name vLLM then serves
 under: the model. When a container restarted, only its last start is read. The failures
 recognised are in `fleet.engines.vllm.errors`; served names and speculative decoding are
-read off the engine-config line and the args by `fleet.engines.vllm.config`.
+read off the engine-config line and the args by `fleet.engines.vllm.config`, the KV
+layout's inputs (platform, the flags that change it) by `fleet.engines.vllm.log_layout`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from fleet.engines.report import (
     ErrorKind,
     SpeculativeFact,
 )
+from fleet.engines.vllm import log_layout
 from fleet.engines.vllm.config import (
     first_of_int,
     first_of_str,
@@ -94,6 +96,7 @@ def parse_vllm_log(text: str) -> EngineReport:
             args = parse_assignments(match.group(1).removesuffix(")"))
         else:
             _collect(message, found)
+            log_layout.collect(message, found)
             _collect_weights(prefix, message, weights)
         if level in (None, "ERROR", "CRITICAL"):
             collect_error(message, errors)
@@ -181,6 +184,9 @@ def _assemble(
         requested_max_model_len=requested,
         derived_max_model_len=derived,
         errors=errors,
+        platform=log_layout.platform(config, found),
+        engine_args=log_layout.engine_args(args, found),
+        attention_block_size=to_int(found.get("attention_block")),
     )
 
 

@@ -122,6 +122,46 @@ CASES = [
         ),
     ),
 ]
+CASES += [
+    (
+        # Interleaved sliding-window attention (gpt-oss-20b, build 6699): two caches of the
+        # seat's own, the full one (3072 MiB) and the SWA one (18 MiB); no drafter.
+        "b6699_cuda-rtx3070_gpt-oss-20b_iswa-two-caches.log",
+        LlamaCppReport(
+            ctx_size=131072,
+            ctx_per_slot=131072,
+            parallel_slots=1,
+            kv_unified=False,
+            kv_cells=131072,
+            kv_buffer_mib=3090.0,
+            kv_type_k="f16",
+            kv_type_v="f16",
+            kv_on_cpu=False,
+            model_buffers=(
+                DeviceBuffer(device="CUDA0", mib=1242.03),
+                DeviceBuffer(device="CPU_Mapped", mib=10949.33),
+            ),
+            offloaded_layers=25,
+            total_layers=25,
+        ),
+    ),
+    (
+        # The model's own MTP head drafting (`creating MTP draft context against the target
+        # model`, `adding speculative implementation 'draft-mtp'`, k = 2).
+        "master-2026_cuda-rtx5090_qwopus3.6-27b-mtp_draft-mtp_verbosity3.log",
+        LlamaCppReport(
+            model_path="/root/.cache/huggingface/hub/models--Jackrong--Qwopus3.6-27B-v2-MTP-"
+            "GGUF/snapshots/5a93ddf665b431238d479f55a9fa9a503a64084b/Qwopus3.6-27B-v2-MTP-"
+            "Q4_K_M.gguf",
+            ctx_per_slot=131072,
+            parallel_slots=4,
+            kv_unified=True,
+            speculative_method="mtp",
+            speculative_type="draft-mtp",
+            draft_max=2,
+        ),
+    ),
+]
 COVERED = frozenset(name for name, _ in CASES)
 
 

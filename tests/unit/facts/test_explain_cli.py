@@ -168,3 +168,23 @@ def test_empty_log_prints_empty_facts(tmp_path: Path) -> None:
     empty.write_text("")
     data = json.loads(run("log", str(empty), "--json"))
     assert data["kv_cache_tokens"] is None and data["errors"] == []
+
+
+REAL_CPU = CORPUS / "vllm-cpu-kv"
+
+
+def test_a_real_cpu_log_names_the_assumptions_of_its_estimate() -> None:
+    """The real vLLM 0.32 CPU build on a tiny Qwen3: blocks of 128, the estimate exact."""
+    log, config = REAL_CPU / "qwen3.log", REAL_CPU / "qwen3.config.json"
+    estimate = json.loads(run("log", str(log), "--model", str(config), "--json"))["kv_estimate"]
+    assert estimate["assumptions"] == ["block 128 (CPU)"]
+    assert (estimate["ratio"], estimate["max_concurrency_ratio"]) == (1.0, 1.0)
+    assert "differs" not in estimate
+
+
+def test_where_estimate_and_log_differ_it_says_which_input_differed() -> None:
+    """The Granite hybrid's log read with a config of a dense model: the attention block the
+    engine set (384 tokens, to hold a Mamba state) is not the estimate's."""
+    log, config = REAL_CPU / "granitemoehybrid.log", REAL_CPU / "qwen3.config.json"
+    estimate = json.loads(run("log", str(log), "--model", str(config), "--json"))["kv_estimate"]
+    assert estimate["differs"] == ["attention block: log 384, estimate 128"]

@@ -240,3 +240,48 @@ def test_a_16_bit_recurrent_state_halves_the_hybrid_block() -> None:
     facts = parse_model_config((CORPUS / "model-configs" / QWEN35_CONFIG).read_text())
     layout = kv_layout(with_state_dtype(facts, "bfloat16"))
     assert layout is not None and layout.block_size == 272
+
+
+GEMMA3 = "gemma-3-27b-it_sliding-window_nested-text_config.config.json"
+
+
+@pytest.mark.parametrize(
+    ("image", "device_mib", "in_flight", "notes"),
+    [
+        (
+            "vllm/vllm-openai:v0.32.0",
+            24 * 1024,
+            2 * 2048,
+            (
+                "2 prefill chunks in flight (async scheduling)",
+                "prefill chunk 2048 (24 GiB GPU)",
+            ),
+        ),
+        (
+            "vllm/vllm-openai:v0.32.0",
+            96 * 1024,
+            2 * 8192,
+            (
+                "2 prefill chunks in flight (async scheduling)",
+                "prefill chunk 8192 (96 GiB GPU)",
+            ),
+        ),
+        ("vllm/vllm-openai:v0.18.0", 24 * 1024, 8192, ()),
+    ],
+    ids=["0.32-24GiB", "0.32-96GiB", "0.18-as-the-corpus-holds"],
+)
+def test_a_gpu_seat_holds_the_prefill_chunks_its_release_and_gpu_give(
+    image: str, device_mib: int, in_flight: int, notes: tuple[str, ...]
+) -> None:
+    """Gemma 3 27B's sliding groups hold a window (1,024) beside what is in flight: from 0.32
+    two batches (async scheduling) of a chunk the GPU's memory decides."""
+    from fleet.plan.seat_layout import seat_layout
+    from fleet.spec.models import Seat
+
+    facts = parse_model_config((CORPUS / "model-configs" / GEMMA3).read_text())
+    seat = {"name": "s", "host": "h", "gpus": [0], "model": "/m", "served_name": "s"}
+    seat |= {"context": 32768, "port": 8000, "image": image}
+    layout = seat_layout(Seat.model_validate(seat), facts, None, device_mib)
+    assert layout is not None and layout.assumptions == notes
+    sliding = -(-(1024 - 1 + in_flight) // 16) + 1
+    assert layout.request_blocks(32768) == 32768 // 16 + 6 * sliding

@@ -245,3 +245,21 @@ def test_a_vllm_seat_on_the_cpu_is_predicted_from_its_budget_and_the_hosts_memor
         )
         for ln in lines
     ), lines
+
+
+def test_a_cpu_build_seat_names_the_defaults_its_estimate_assumes() -> None:
+    """vLLM's CPU release image lays the cache out in blocks of 128 tokens: the plan line of
+    the estimate says so."""
+    image = "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.32.0"
+    cpu_build = CPU_CODER[1].replace("vllm/vllm-openai:v0.18.0", image)
+    fleet = example({"seats/coder.yaml": (CPU_CODER[0], cpu_build)})
+    observed = first_plan()
+    tower = observed.hosts["tower"].model_copy(update={"memory_total_mib": 64000})
+    observed = observed.model_copy(update={"hosts": {**observed.hosts, "tower": tower}})
+    prediction = predict_seat(fleet, observed, fleet.seats["coder"])
+    # 256 MiB / (128 tokens x 22,528 B) = 93 blocks, 16 a request of 2,048: 5.8125x
+    assert (prediction.kv_tokens, prediction.max_concurrency) == (11_904, 5.8125)
+    assert prediction.assumptions == ("block 128 (CPU)",)
+    assert prediction.describe().endswith("estimate (block 128 (CPU))")
+    lines = [text for _, text in plan_lines(make_plan(fleet, observed))]
+    assert any(ln.endswith("estimate (block 128 (CPU))") for ln in lines), lines
