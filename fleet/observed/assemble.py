@@ -35,10 +35,13 @@ from fleet.runtimes import Runtime
 from fleet.runtimes.compose import COMPOSE
 
 
-def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> ObservedHost:
+def assemble_host(
+    name: str, output: str, runtime: Runtime = COMPOSE, boundary: str = ""
+) -> ObservedHost:
     """The observed host, from everything its fact script printed; `runtime` is the one
-    the host runs its seats under. Each fact reads its own sections (`FactOutput`)."""
-    facts = FactOutput(output)
+    the host runs its seats under, `boundary` the run's section boundary. Each fact reads
+    its own sections (`FactOutput`)."""
+    facts = FactOutput(output, boundary)
     if not facts.finished:
         return ObservedHost(
             name=name, reachable=False, error="fact script did not finish (output cut short)"

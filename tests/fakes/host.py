@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 import yaml  # type: ignore[import-untyped]
 
 from fleet.errors import HostError, HostUnreachable
+from fleet.facts.script import MARK
 from reconciler.host import CommandResult, checked
 from tests.fakes import models as fake_models
 from tests.fakes.channel import FakeChannel, Reply
@@ -273,12 +274,14 @@ def _restart(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
 
 
 def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
-    assert stdin and "@@FLEET" in stdin, "sh -s without the fact script on stdin"
+    assert stdin and MARK.strip() in stdin, "sh -s without the fact script on stdin"
     host.scripts.append(stdin)
     containers = host.containers
     if match := re.search(r"--filter 'label=fleet\.seat=([^']+)'", stdin):
         containers = {k: c for k, c in containers.items() if c.seat() == match.group(1)}
-    units = unit_sections(host, stdin) if "mark systemd-rc" in stdin else []
+    found = re.search(r"printf '\\n(@@FLEET\S* )%s", stdin)
+    mark = found.group(1) if found else MARK  # as the script's `mark` prints a section
+    units = unit_sections(host, stdin, mark) if "mark systemd-rc" in stdin else []
     output = fact_output(
         containers,
         host.gpus,
@@ -288,9 +291,10 @@ def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
         units,
         host.ggufs,
         host.docker,
+        mark,
     )
-    models = "\n".join(fake_models.model_sections(host, stdin)) + "\n@@FLEET end\n"
-    return CommandResult(0, output.replace("@@FLEET end\n", models), "")
+    models = "\n".join(fake_models.model_sections(host, stdin, mark)) + f"\n{mark}end\n"
+    return CommandResult(0, output.replace(f"{mark}end\n", models), "")
 
 
 def _pattern(template: str) -> re.Pattern[str]:
