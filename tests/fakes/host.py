@@ -42,6 +42,7 @@ import yaml  # type: ignore[import-untyped]
 
 from fleet.errors import HostError, HostUnreachable
 from fleet.facts.script import MARK
+from fleet.names import SEAT_LABEL
 from reconciler.host import CommandResult, checked
 from tests.fakes import models as fake_models
 from tests.fakes.channel import FakeChannel, Reply
@@ -251,7 +252,8 @@ def _compose(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
 
 
 def _ps_ports(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
-    rows = [c.ps_ports() for c in host.containers.values() if c.running and c.seat() == words[0]]
+    seat = words[0].removeprefix(f"label={SEAT_LABEL}=")
+    rows = [c.ps_ports() for c in host.containers.values() if c.running and c.seat() == seat]
     return CommandResult(0, "".join(f"{row}\n" for row in rows), "")
 
 
@@ -310,7 +312,7 @@ HANDLERS: list[tuple[re.Pattern[str], Handler]] = [
         _pattern(r"docker compose -p WORD -f WORD (up -d --no-deps|rm --stop --force) WORD"),
         _compose,
     ),
-    (_pattern(r"docker ps --filter label=fleet\.seat=WORD --format '\{\{\.Ports\}\}'"), _ps_ports),
+    (_pattern(r"docker ps --filter WORD --format '\{\{\.Ports\}\}'"), _ps_ports),
     (_pattern(r"docker restart WORD"), _restart),
     (_pattern(r"docker (stop|start|rm) WORD"), _by_hand),
     (_pattern(r"sh -s"), _facts),
