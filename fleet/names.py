@@ -25,6 +25,16 @@ ENTRY_PREFIX = "fleet:"
 COMPOSE_SERVICE_LABEL = "com.docker.compose.service"  # set by docker compose itself
 COMPOSE_PROJECT_LABEL = "com.docker.compose.project"
 
+# What a seat name read back from a host (a container's label, a unit's) must look like
+# to be taken for a seat fleet manages: a compose service name's characters, nothing a
+# shell or a unit file would read as structure.
+SEAT_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,62}")
+
+
+def is_seat_name(value: str) -> bool:
+    """Whether a name read from a host has the shape of a seat name (`SEAT_NAME`)."""
+    return SEAT_NAME.fullmatch(value) is not None
+
 
 def in_compose_dir(compose_dir: str, name: str) -> str:
     """A file in a host's compose directory."""

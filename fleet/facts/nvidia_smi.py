@@ -26,7 +26,7 @@ _KNOWN_COLUMNS = frozenset(
     + COMPUTE_APPS_FIELDS
     + ("timestamp", "process_name", "used_gpu_memory", "gpu_name", "gpu_bus_id", "pci.bus_id")
 )
-_UNIT = re.compile(r"\s*\[[^\]]*\]$")
+_UNIT = re.compile(r"\[[^\[\]]*\]$")  # the space before it: rstrip()
 _NOT_AVAILABLE = frozenset(
     {"", "N/A", "[N/A]", "[Not Supported]", "[Not Found]", "[Unknown Error]"}
 )
@@ -35,7 +35,7 @@ _VERSIONS = re.compile(r"NVIDIA-SMI (\S+)\s+Driver Version: (\S+)(?:\s+CUDA Vers
 _TABLE_GPU = re.compile(
     r"^\|\s+(\d+)\s+(.+?)(?:\s+(On|Off))?\s+\|\s+([0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+\.\d+)"
 )
-_TABLE_MEMORY = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+_TABLE_MEMORY = re.compile(r"(?<!\d)(\d+)MiB\s*/\s*(\d+)MiB")
 _TABLE_PROCESS = re.compile(
     r"^\|\s+(\d+)\s+(?:(?:N/A|\d+)\s+(?:N/A|\d+)\s+)?(\d+)\s+(C\+G|M\+C|C|G|M)\s+"
     r"(.+?)\s+(\d+MiB|N/A)\s*\|$"
@@ -186,7 +186,7 @@ def _rejoin(values: list[str], at: int, width: int) -> list[str]:
 
 def _column(name: str) -> str:
     """`memory.used [MiB]` -> `memory.used`."""
-    return _UNIT.sub("", name.strip())
+    return _UNIT.sub("", name.strip()).rstrip()
 
 
 def _value(value: str) -> str | None:

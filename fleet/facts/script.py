@@ -5,7 +5,13 @@ sections its output is marked with, the pure `process` that turns them into a fr
 model, its `default` (what the fact is when its command printed nothing, e.g. a host
 without the tool it `requires_command`). Each command runs in a subshell of its own, so
 no shell state passes from one fact to another; they share only the prelude's `mark`,
-which prints `@@FLEET <section> <argument>` before each part of the output.
+which prints `@@FLEET-<boundary> <section> <argument>` before each part of the output.
+
+Host content (a model's config.json, a log, a unit file) is printed raw inside those
+parts, so the marker carries a per-run `boundary`: a random token the planning machine
+draws for each run (`reconciler.workflows.observe`) and that no file or log on the host can
+know in advance. A line that merely starts with `@@FLEET ` is content, never a section;
+without a boundary (recorded outputs in tests) the marker is the bare `@@FLEET `.
 
 `script` joins fact entries into the script a host runs with `sh -s` (one SSH round trip:
 the host-wide facts are in `fleet.facts.host_facts`, the GPU ones in `fleet.facts.gpu_facts`,
@@ -17,14 +23,16 @@ fact its own sections (`FactOutput[fact]`). Every command only reads. Called by
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-MARK = "@@FLEET "
+MARK = "@@FLEET "  # the marker without a boundary: recorded outputs in tests
 END = "end"  # the script's last section: without it the output was cut short
+BOUNDARY = re.compile(r"[A-Za-z0-9]{1,64}")
 LOG_LINES = 20000  # the tail of a log read per seat instance
 T = TypeVar("T")
 
@@ -59,21 +67,33 @@ class Fact(Generic[T]):
         return self.process(mine)
 
 
-def script(entries: Iterable[str]) -> str:
-    """The script of these fact entries, ending with its `end` mark."""
-    prelude = "set -u\nmark() { printf '\\n" + MARK + '%s\\n\' "$*"; }\n'
+def marker(boundary: str = "") -> str:
+    """What starts a section's first line: `@@FLEET-<boundary> ` (bare without one)."""
+    if not boundary:
+        return MARK
+    if not BOUNDARY.fullmatch(boundary):
+        raise ValueError(f"a boundary is letters and digits: {boundary!r}")
+    return f"{MARK.rstrip()}-{boundary} "
+
+
+def script(entries: Iterable[str], boundary: str = "") -> str:
+    """The script of these fact entries, ending with its `end` mark; its sections start
+    with `marker(boundary)`."""
+    prelude = "set -u\nmark() { printf '\\n" + marker(boundary) + '%s\\n\' "$*"; }\n'
     return prelude + "".join(entries) + f"mark {END}\n"
 
 
-def split_sections(output: str) -> list[tuple[str, str, str]]:
-    """(section, argument, body) for each `@@FLEET section argument` part, in order."""
+def split_sections(output: str, boundary: str = "") -> list[tuple[str, str, str]]:
+    """(section, argument, body) for each `marker(boundary)section argument` part, in
+    order; a line that starts with any other marker is part of a body."""
+    mark = marker(boundary)
     sections: list[tuple[str, str, str]] = []
     kind, arg, body = "", "", []  # type: tuple[str, str, list[str]]
     for line in output.split("\n"):
-        if line.startswith(MARK):
+        if line.startswith(mark):
             if kind:
                 sections.append((kind, arg, "\n".join(body).strip("\n")))
-            kind, _, arg = line[len(MARK) :].partition(" ")
+            kind, _, arg = line[len(mark) :].partition(" ")
             body = []
         else:
             body.append(line)
@@ -85,9 +105,9 @@ def split_sections(output: str) -> list[tuple[str, str, str]]:
 class FactOutput:
     """What a fact script printed, read fact by fact: `output[fact]` is that fact."""
 
-    def __init__(self, output: str) -> None:
+    def __init__(self, output: str, boundary: str = "") -> None:
         parts: dict[str, dict[str, str]] = defaultdict(dict)
-        for kind, arg, body in split_sections(output):
+        for kind, arg, body in split_sections(output, boundary):
             parts[kind][arg] = body
         self.parts: Parts = parts
         self.finished = END in parts

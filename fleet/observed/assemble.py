@@ -29,16 +29,19 @@ from fleet.facts.host_facts import (
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.model_files import DISK, FILES, PARTIALS, SOURCES, ModelFile
 from fleet.facts.script import FactOutput
-from fleet.names import COMPOSE_SERVICE_LABEL, MANAGED_LABEL, SEAT_LABEL
+from fleet.names import COMPOSE_SERVICE_LABEL, MANAGED_LABEL, SEAT_LABEL, is_seat_name
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.runtimes import Runtime
 from fleet.runtimes.compose import COMPOSE
 
 
-def assemble_host(name: str, output: str, runtime: Runtime = COMPOSE) -> ObservedHost:
+def assemble_host(
+    name: str, output: str, runtime: Runtime = COMPOSE, boundary: str = ""
+) -> ObservedHost:
     """The observed host, from everything its fact script printed; `runtime` is the one
-    the host runs its seats under. Each fact reads its own sections (`FactOutput`)."""
-    facts = FactOutput(output)
+    the host runs its seats under, `boundary` the run's section boundary. Each fact reads
+    its own sections (`FactOutput`)."""
+    facts = FactOutput(output, boundary)
     if not facts.finished:
         return ObservedHost(
             name=name, reachable=False, error="fact script did not finish (output cut short)"
@@ -139,7 +142,10 @@ def observed_seat(
     """A seat from its container (labels, live argv, read by the engine the process runs)
     and what the GPUs and log say."""
     labels = container.labels
-    managed = labels.get(MANAGED_LABEL) == "true" and SEAT_LABEL in labels
+    seat_label = labels.get(SEAT_LABEL)
+    managed = (
+        labels.get(MANAGED_LABEL) == "true" and seat_label is not None and is_seat_name(seat_label)
+    )
     args, kind = read_process(container.argv)
     shape = kind.observed_shape(args) if kind else {}
     speculative = args.speculative_config or shape.get("speculative")
@@ -147,7 +153,7 @@ def observed_seat(
     if logged is not None and logged.method and not speculative:  # llama.cpp's own MTP head
         speculative = {"method": logged.method}
     return ObservedSeat(
-        name=labels.get(SEAT_LABEL, container.name) if managed else container.name,
+        name=seat_label if managed and seat_label else container.name,
         managed=managed,
         container=container,
         engine_name=kind.NAME if kind else None,

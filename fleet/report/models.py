@@ -14,14 +14,17 @@ bytes, rate, ETA.
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
 
 from fleet.base import CoreModel
 from fleet.observed.model_use import host_users
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
-from fleet.render.model_fetch import fetches, temporary_path
+from fleet.render.model_fetch import PARTIAL_SUFFIX, fetches, temporary_path
 from fleet.spec.models import DesiredFleet
 from fleet.units import human_bytes
+
+PARTIAL_NAME = re.compile(r"\.[^/]+" + re.escape(PARTIAL_SUFFIX))  # a fetch's temporary name
 
 
 class ModelRow(CoreModel):
@@ -105,14 +108,36 @@ def prune_candidates(
 
 def abandoned_partials(desired: DesiredFleet, host: ObservedHost) -> list[ModelRow]:
     """The host's `.<name>.partial` entries of its models root that no seat's fetch in
-    desired/ would resume."""
+    desired/ would resume and that nothing loads: what the host reported as a partial is
+    taken only if its name is a fetch's temporary name and no path in use is it, inside
+    it or holds it (a desired or running seat's model or drafter, an installed model)."""
     root = desired.hosts[host.name].models_root.rstrip("/")
     resumed = {temporary_path(path) for (name, path) in fetches(desired) if name == host.name}
+    used = _paths_in_use(desired, host)
     return [
         ModelRow(host=host.name, path=path, size_bytes=size, seats=(), lineage=None, last_used=None)
         for path, size in sorted(host.partials.items())
-        if path not in resumed and path.rpartition("/")[0] == root
+        if path not in resumed
+        and path.rpartition("/")[0] == root
+        and PARTIAL_NAME.fullmatch(path.rpartition("/")[2])
+        and not any(_overlaps(path, other) for other in used)
     ]
+
+
+def _paths_in_use(desired: DesiredFleet, host: ObservedHost) -> set[str]:
+    """Paths a seat on this host loads (desired/ or running) and the installed models."""
+    seats = desired.seats_on(host.name)
+    used = {s.model for s in seats}
+    used |= {
+        s.speculative.draft_model for s in seats if s.speculative and s.speculative.draft_model
+    }
+    used |= {s.model for s in host.seats if s.model}
+    return {p.rstrip("/") for p in used | set(host.models) if p.startswith("/")}
+
+
+def _overlaps(path: str, other: str) -> bool:
+    """The same path, or one inside the other."""
+    return path == other or other.startswith(path + "/") or path.startswith(other + "/")
 
 
 def row_line(row: ModelRow) -> str:

@@ -64,10 +64,11 @@ def host_script(
     host: Host,
     model_paths: Iterable[str],
     sources: Mapping[str, tuple[str, str]] | None = None,
+    boundary: str = "",
 ) -> str:
     """The fact script of a host: its GPUs, what its runtime reports of its seats, its
     models (and the sources of those a fetch would fill), its apply lock and journal
-    (one round trip)."""
+    (one round trip); its sections carry the run's `boundary` (`fleet.facts.script`)."""
     from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
     from fleet.facts.host_facts import host_entries
     from fleet.facts.script import script
@@ -78,16 +79,18 @@ def host_script(
             GPU_PROCESSES.entry(),
             *runtime_for(host).host_facts(host),
             *host_entries(host.models_root, list(model_paths), host.compose_dir, sources),
-        )
+        ),
+        boundary,
     )
 
 
-def seat_script(host: Host, seat: str) -> str:
+def seat_script(host: Host, seat: str, boundary: str = "") -> str:
     """What the health gate reads about one seat on its host (one round trip)."""
     from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
     from fleet.facts.script import script
 
-    return script((GPUS.entry(), GPU_PROCESSES.entry(), *runtime_for(host).seat_facts(seat)))
+    entries = (GPUS.entry(), GPU_PROCESSES.entry(), *runtime_for(host).seat_facts(seat))
+    return script(entries, boundary)
 
 
 def check_images(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:

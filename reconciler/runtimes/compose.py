@@ -143,7 +143,8 @@ class ComposeAdapter:
         return conn.run(f"{command} | tail -n {lines}").stdout
 
     def port_of(self, conn: HostSession, host: Host, seat: str) -> int | None:
-        result = conn.run(f"docker ps --filter label={SEAT_LABEL}={seat} --format '{{{{.Ports}}}}'")
+        label = shlex.quote(f"label={SEAT_LABEL}={seat}")
+        result = conn.run(f"docker ps --filter {label} --format '{{{{.Ports}}}}'")
         match = re.search(r":(\d+)->", result.stdout)
         return int(match.group(1)) if match else None
 

@@ -120,7 +120,8 @@ class SystemdAdapter:
         pid = result.stdout.strip()
         if not pid.isdigit() or pid == "0":
             return None
-        argv = conn.run(f"tr '\\0' '\\n' < /proc/{pid}/cmdline").stdout.split("\n")
+        cmdline = shlex.quote(f"/proc/{pid}/cmdline")
+        argv = conn.run(f"tr '\\0' '\\n' < {cmdline}").stdout.split("\n")
         return parse_engine_argv([a for a in argv if a]).port
 
     def port_in(self, previous: Snapshot, seat: str) -> int | None:

@@ -10,6 +10,7 @@ again (`fleet.observed.model_use.to_rehash`).
 
 from __future__ import annotations
 
+import secrets
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from urllib.parse import urlsplit
@@ -84,13 +85,20 @@ def observe_host(
         for (host, path), (origin, _) in model_fetch.fetches(desired).items()
         if host == name
     }
-    result = conn.run("sh -s", stdin=host_script(spec, paths, sources))
-    observed = assemble_host(name, result.stdout, runtime_for(spec))
+    boundary = new_boundary()
+    result = conn.run("sh -s", stdin=host_script(spec, paths, sources, boundary))
+    observed = assemble_host(name, result.stdout, runtime_for(spec), boundary)
     if not spec.gpus and observed.gpu_error:
         observed = observed.model_copy(update={"gpu_error": None})
     if observed.lock and (pid := gone_pid(observed.lock)) is not None:
         observed = observed.model_copy(update={"lock_gone_pid": pid})
     return observed.model_copy(update={"models": _rehashed(conn, observed, verify)})
+
+
+def new_boundary() -> str:
+    """A fact script's section boundary for one run: random, so that nothing printed on
+    the host (a config.json, a log) can start a section of its own."""
+    return secrets.token_hex(16)
 
 
 def _rehashed(conn: HostSession, host: ObservedHost, verify: bool) -> dict[str, ModelInfo]:

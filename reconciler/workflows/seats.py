@@ -21,6 +21,7 @@ from fleet.spec.models import DesiredFleet, Host
 from reconciler.adapters.http import request_via
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
+from reconciler.workflows.observe import new_boundary
 
 Waiting = Callable[[str, float], None]  # (reason, seconds waited) -> None
 
@@ -44,8 +45,9 @@ def endpoints(conn: HostSession, host: Host, port: int) -> Endpoints:
 def observe_seat(conn: HostSession, host: Host, seat_name: str) -> ObservedHost:
     """What the health gate reads about one seat, in one round trip: its instance's
     state, live argv and log, and the GPU processes (not the whole host's facts)."""
-    result = conn.run("sh -s", stdin=seat_script(host, seat_name))
-    observed = assemble_host(host.name, result.stdout, runtime_for(host))
+    boundary = new_boundary()
+    result = conn.run("sh -s", stdin=seat_script(host, seat_name, boundary))
+    observed = assemble_host(host.name, result.stdout, runtime_for(host), boundary)
     if not host.gpus and observed.gpu_error:
         observed = observed.model_copy(update={"gpu_error": None})
     return observed

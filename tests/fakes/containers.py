@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from fleet.facts.script import MARK
 from fleet.names import JOURNAL_NAME, LOCK_NAME, SEAT_LABEL
 
 GPU_MIB = 97887
@@ -148,44 +149,46 @@ def fact_output(
     sections: Sequence[str] = (),
     ggufs: Mapping[str, tuple[int, bytes]] = {},
     docker: bool = True,
+    mark: str = MARK,
 ) -> str:
     """The fact script's output for a host with these containers, GPUs and files, where
     the `missing` paths do not exist; `processes` are other engines' GPU processes (pid,
     GPU, cgroup path: a systemd unit's), `sections` other runtimes' parts and `ggufs` the
     GGUF files there are (path -> size, head of the file); a host without `docker` prints
-    nothing of it, as the fact script skips a command the host does not have."""
+    nothing of it, as the fact script skips a command the host does not have; `mark`
+    starts each section (the script's boundary)."""
     running = [c for c in containers.values() if c.running]
     on_gpu = [gpu for c in running for gpu in c.gpus] + [gpu for _, gpu, _ in processes]
     used = {i: ENGINE_MIB * on_gpu.count(i) for i in range(gpu_count)}
-    parts = ["@@FLEET gpus"]
+    parts = [f"{mark}gpus"]
     parts += [
         f"{i}, {gpu_uuid(i)}, NVIDIA FAKE GPU, {GPU_MIB}, {used[i]}" for i in range(gpu_count)
     ]
-    parts += ["@@FLEET gpus-rc 0", "@@FLEET apps"]
+    parts += [f"{mark}gpus-rc 0", f"{mark}apps"]
     workers = [(c.pid + n, gpu, c) for c in running for n, gpu in enumerate(c.gpus)]
     parts += [f"{pid}, {gpu_uuid(gpu)}, {ENGINE_MIB}" for pid, gpu, _ in workers]
     parts += [f"{pid}, {gpu_uuid(gpu)}, {ENGINE_MIB}" for pid, gpu, _ in processes]
     for pid, _, container in workers:
-        parts += [f"@@FLEET cgroup {pid}", f"0::/system.slice/docker-{container.id}.scope"]
+        parts += [f"{mark}cgroup {pid}", f"0::/system.slice/docker-{container.id}.scope"]
     for pid, _, cgroup in processes:
-        parts += [f"@@FLEET cgroup {pid}", f"0::{cgroup}"]
-    parts += [*(["@@FLEET docker-rc 0"] if docker else []), *sections]
+        parts += [f"{mark}cgroup {pid}", f"0::{cgroup}"]
+    parts += [*([f"{mark}docker-rc 0"] if docker else []), *sections]
     if containers:
         images = [{"Id": "sha256:" + "c" * 64, "RepoDigests": []}]
         inspected = [c.inspect() for c in containers.values()]
-        parts += ["@@FLEET inspect", json.dumps(inspected), "@@FLEET images", json.dumps(images)]
+        parts += [f"{mark}inspect", json.dumps(inspected), f"{mark}images", json.dumps(images)]
         for container in containers.values():
             if container.running:
-                parts += [f"@@FLEET cmdline {container.id}", *container.process_argv]
-            parts += [f"@@FLEET logs {container.id}", container.log]
-    parts += [f"@@FLEET missing {path}" for path in sorted(missing)]
+                parts += [f"{mark}cmdline {container.id}", *container.process_argv]
+            parts += [f"{mark}logs {container.id}", container.log]
+    parts += [f"{mark}missing {path}" for path in sorted(missing)]
     if "/proc/meminfo" in files:
-        parts += ["@@FLEET meminfo", files["/proc/meminfo"]]
+        parts += [f"{mark}meminfo", files["/proc/meminfo"]]
     for path, (size, head) in sorted(ggufs.items()):
-        parts += [f"@@FLEET gguf {path}", str(size), base64.b64encode(head).decode()]
+        parts += [f"{mark}gguf {path}", str(size), base64.b64encode(head).decode()]
     for path, text in sorted(files.items()):
         kind = {LOCK_NAME: "lock", JOURNAL_NAME: "journal"}.get(path.rsplit("/", 1)[-1])
         if kind:
-            parts += [f"@@FLEET {kind}", text]
-    parts.append("@@FLEET end")
+            parts += [f"{mark}{kind}", text]
+    parts.append(f"{mark}end")
     return "\n".join(parts) + "\n"

@@ -41,6 +41,8 @@ from dataclasses import dataclass, field
 import yaml  # type: ignore[import-untyped]
 
 from fleet.errors import HostError, HostUnreachable
+from fleet.facts.script import MARK
+from fleet.names import SEAT_LABEL
 from reconciler.host import CommandResult, checked
 from tests.fakes import models as fake_models
 from tests.fakes.channel import FakeChannel, Reply
@@ -253,7 +255,8 @@ def _compose(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
 
 
 def _ps_ports(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
-    rows = [c.ps_ports() for c in host.containers.values() if c.running and c.seat() == words[0]]
+    seat = words[0].removeprefix(f"label={SEAT_LABEL}=")
+    rows = [c.ps_ports() for c in host.containers.values() if c.running and c.seat() == seat]
     return CommandResult(0, "".join(f"{row}\n" for row in rows), "")
 
 
@@ -276,12 +279,14 @@ def _restart(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
 
 
 def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
-    assert stdin and "@@FLEET" in stdin, "sh -s without the fact script on stdin"
+    assert stdin and MARK.strip() in stdin, "sh -s without the fact script on stdin"
     host.scripts.append(stdin)
     containers = host.containers
     if match := re.search(r"--filter 'label=fleet\.seat=([^']+)'", stdin):
         containers = {k: c for k, c in containers.items() if c.seat() == match.group(1)}
-    units = unit_sections(host, stdin) if "mark systemd-rc" in stdin else []
+    found = re.search(r"printf '\\n(@@FLEET\S* )%s", stdin)
+    mark = found.group(1) if found else MARK  # as the script's `mark` prints a section
+    units = unit_sections(host, stdin, mark) if "mark systemd-rc" in stdin else []
     output = fact_output(
         containers,
         host.gpus,
@@ -291,9 +296,10 @@ def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
         units,
         host.ggufs,
         host.docker,
+        mark,
     )
-    models = "\n".join(fake_models.model_sections(host, stdin)) + "\n@@FLEET end\n"
-    return CommandResult(0, output.replace("@@FLEET end\n", models), "")
+    models = "\n".join(fake_models.model_sections(host, stdin, mark)) + f"\n{mark}end\n"
+    return CommandResult(0, output.replace(f"{mark}end\n", models), "")
 
 
 def _pattern(template: str) -> re.Pattern[str]:
@@ -309,7 +315,7 @@ HANDLERS: list[tuple[re.Pattern[str], Handler]] = [
         _pattern(r"docker compose -p WORD -f WORD (up -d --no-deps|rm --stop --force) WORD"),
         _compose,
     ),
-    (_pattern(r"docker ps --filter label=fleet\.seat=WORD --format '\{\{\.Ports\}\}'"), _ps_ports),
+    (_pattern(r"docker ps --filter WORD --format '\{\{\.Ports\}\}'"), _ps_ports),
     (_pattern(r"docker restart WORD"), _restart),
     (_pattern(r"docker (stop|start|rm) WORD"), _by_hand),
     (_pattern(r"sh -s"), _facts),

@@ -22,6 +22,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from fleet.facts.script import MARK
 from fleet.names import PROVENANCE_SUFFIX
 from reconciler.host import CommandResult
 
@@ -48,24 +49,24 @@ def fake_digest(name: str, size: int) -> str:
     return hashlib.sha256(f"{name}:{size}".encode()).hexdigest()
 
 
-def model_sections(host: FakeHost, script: str) -> list[str]:
+def model_sections(host: FakeHost, script: str, mark: str = MARK) -> list[str]:
     """The fact script's model, files, provenance, df and source sections for this host."""
     parts = []
     for path, files in sorted(host.models.items()):
         size = str(sum(files.values()))
-        parts += [f"@@FLEET gguf {path}", size, ""] if path.endswith(".gguf") else []
-        parts += [] if path.endswith(".gguf") else [f"@@FLEET model {path}", size]
+        parts += [f"{mark}gguf {path}", size, ""] if path.endswith(".gguf") else []
+        parts += [] if path.endswith(".gguf") else [f"{mark}model {path}", size]
         if (lineage := host.files.get(path + PROVENANCE_SUFFIX)) is not None:
-            parts += [f"@@FLEET provenance {path}", lineage]
-        parts.append(f"@@FLEET files {path}")
+            parts += [f"{mark}provenance {path}", lineage]
+        parts.append(f"{mark}files {path}")
         parts += [
             f"{name}\t{n}\t{host.accessed.get(path, ACCESSED)}\t"
             + host.modified.get((path, name), MODIFIED)
             for name, n in files.items()
         ]
     for tmp, files in sorted(host.partial.items()):
-        parts += [f"@@FLEET partial-dir {tmp}", str(sum(files.values()))]
-    parts += ["@@FLEET df", "Filesystem 1-blocks Used Available Capacity Mounted on"]
+        parts += [f"{mark}partial-dir {tmp}", str(sum(files.values()))]
+    parts += [f"{mark}df", "Filesystem 1-blocks Used Available Capacity Mounted on"]
     parts.append(f"/dev/fake 4000000000000 1 {host.disk_free} 1% /models")
     pattern = r"if \[ ! -e (\S+) \]; then mark source \S+; \( (.*) \) 2>&1; mark source-rc"
     for match in re.finditer(pattern, script):
@@ -73,10 +74,10 @@ def model_sections(host: FakeHost, script: str) -> list[str]:
         if path in host.models:
             continue
         listed = listing(host, match.group(2))
-        parts += [f"@@FLEET source {path}", listed.stdout + listed.stderr]
-        parts.append(f"@@FLEET source-rc {path} {listed.exit_status}")
+        parts += [f"{mark}source {path}", listed.stdout + listed.stderr]
+        parts.append(f"{mark}source-rc {path} {listed.exit_status}")
         if (tmp := _temporary(path)) in host.partial:
-            parts += [f"@@FLEET partial {path}", str(sum(host.partial[tmp].values()))]
+            parts += [f"{mark}partial {path}", str(sum(host.partial[tmp].values()))]
     return parts
 
 

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from fleet.facts.host_facts import GGUF_HEAD_BYTES
+from fleet.facts.script import MARK
 from reconciler.host import CommandResult
 from tests.fakes.engines import engine_log
 from tests.lab.models import architectures, catalog, write_gguf
@@ -216,18 +217,18 @@ def listed(host: FakeHost, stdin: str) -> list[str]:
     return sorted(found)
 
 
-def unit_sections(host: FakeHost, stdin: str) -> list[str]:
+def unit_sections(host: FakeHost, stdin: str, mark: str = MARK) -> list[str]:
     """The fact script's systemd sections (`systemd-rc`, and per unit `unit`, `cmdline`,
     `logs`, `unit-file`), as the recorded hosts print them."""
-    parts = ["@@FLEET systemd-rc 0"]
+    parts = [f"{mark}systemd-rc 0"]
     for name in listed(host, stdin):
-        parts += [f"@@FLEET unit {name}", show(host, name)]
+        parts += [f"{mark}unit {name}", show(host, name)]
         ran = host.systemd.units.get(name)
         if ran and ran.running:
-            parts += [f"@@FLEET cmdline {name}", *ran.argv]
-        parts += [f"@@FLEET logs {name}", journal(host, name)]
+            parts += [f"{mark}cmdline {name}", *ran.argv]
+        parts += [f"{mark}logs {name}", journal(host, name)]
         if (text := host.files.get(f"{UNIT_DIR}/{name}")) is not None:
-            parts += [f"@@FLEET unit-file {name}", text]
+            parts += [f"{mark}unit-file {name}", text]
     return parts
 
 

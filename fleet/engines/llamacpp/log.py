@@ -59,11 +59,11 @@ _N_CTX = re.compile(r"llama_context: n_ctx\s*=\s*(\d+)")
 _SLOT_CTX = re.compile(r"n_ctx_slot = (\d+)|new slot,? n_ctx(?:_slot)? = (\d+)")
 _SLOTS = re.compile(r"n_slots = (\d+)|using n_parallel = (\d+)")
 _UNIFIED = re.compile(r"kv_unified\s*=\s*'?(true|false)'?")
-_KV_BUFFER = re.compile(r"(\w+): +(\S+)\s+(?:paged\s+)?KV buffer size\s*=\s*([\d.]+) MiB")
+_KV_BUFFER = re.compile(r"\b(\w+): +(\S+)\s+(?:paged\s+)?KV buffer size\s*=\s*([\d.]+) MiB")
 # `%s: KV self size  = %7.2f MiB, K (%s): %7.2f MiB, V (%s): %7.2f MiB` (until mid-2025)
 _KV_SIZE = re.compile(
-    r"(llama_kv_cache\w*): size\s*=\s*([\d.]+) MiB.*?K \((\w+)\):.*?V \((\w+)\)"
-    r"|(\w+): [Kk][Vv] self size\s*=\s*([\d.]+) Mi?B(?:, K \((\w+)\):.*?V \((\w+)\))?"
+    r"(llama_kv_cache\w*): size\s*=\s*([\d.]+) MiB.{0,160}?K \((\w+)\):.{0,80}?V \((\w+)\)"
+    r"|\b(\w+): [Kk][Vv] self size\s*=\s*([\d.]+) Mi?B(?:, K \((\w+)\):.{0,80}?V \((\w+)\))?"
 )
 # Late 2023 CUDA builds: the part of the KV cache offloaded to the GPU.
 _VRAM_KV = re.compile(r"VRAM kv self = [\d.]+ Mi?B")

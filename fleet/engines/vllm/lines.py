@@ -33,7 +33,7 @@ _HEADER = re.compile(
     r"\[?[\w.\-]+\.py:\d+\] ?"
 )
 _PREFIX = re.compile(r"^(?:\([A-Za-z][^()]*?pid=\d+[^()]*\)\s*)+")
-_REPEATED = re.compile(r"\s*\[repeated \d+x across cluster\]$")
+_REPEATED = re.compile(r"\[repeated \d+x across cluster\]$")  # the space before: strip()
 _RANK_TAG = re.compile(r"_(DP|PP|PCP|TP|DCP)(\d+)|\brank=(\d+)")
 _RANK_ORDER = ("DP", "PP", "PCP", "TP", "DCP", "rank")
 WorkerKey: TypeAlias = tuple[int, ...] | str

@@ -352,3 +352,14 @@ def test_models_json_has_hosts_models_and_findings(fake: FakeFleet) -> None:
         ("unused-model", "tower:/models/Qwen3-32B-retired", "info"),
         ("model-changed", f"tower:{PATH}", "warning"),
     }
+
+
+def test_prune_never_offers_a_partial_a_seat_uses_or_not_named_as_one(fake: FakeFleet) -> None:
+    apply(fake)
+    tower = fake.hosts["tower"]
+    tower.partial[PATH] = {"config.json": 663}  # the host reports coder's model as a partial
+    tower.partial["/models/.old.partial"] = {"model.safetensors": 2_000_000_000}
+    pruned = fake.fleet("models", "prune", "--auto-approve")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert [p for kind, p in tower.journal if kind == "removed"] == ["/models/.old.partial"]
+    assert PATH in tower.models
