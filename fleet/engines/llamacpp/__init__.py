@@ -22,6 +22,7 @@ from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import draft_flags, image_build, without_draft_type
 from fleet.engines.llamacpp.argv import parse_args as parse_args
 from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
+from fleet.engines.llamacpp.memory import predict_memory as predict_memory
 from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineError, EngineReport, ErrorKind, SpeculativeFact
 from fleet.facts.argv import EngineArgs
