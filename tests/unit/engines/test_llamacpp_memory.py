@@ -63,10 +63,10 @@ RUNS = {
 }
 
 
-def logged(name: str) -> dict[str, float]:
-    """The MiB of each buffer the log states (a part logged twice: the sum)."""
+def logged(text: str) -> dict[str, float]:
+    """The MiB of each buffer a log states (a part logged twice: the sum)."""
     found: dict[str, float] = {}
-    for match in BUFFER.finditer((LOGS / name).read_text()):
+    for match in BUFFER.finditer(text):
         part = PARTS[match["part"]]
         found[part] = found.get(part, 0.0) + float(match["mib"])
     return found
@@ -86,7 +86,7 @@ def test_each_predicted_buffer_is_within_5_percent_of_the_logged_one(
     header = GgufFacts.model_validate(entry["header"])
     memory = predict_memory(cpu_seat(context, slots, extra), header, entry["size_bytes"], "RAM")
     assert memory is not None
-    real = logged(log)
+    real = logged((LOGS / log).read_text())
     assert set(real) == set(PARTS.values())
     for part, mib in real.items():
         predicted = getattr(memory, part) / 2**20
@@ -99,7 +99,10 @@ def test_a_header_cut_before_its_tensors_sizes_the_weights_by_the_file() -> None
     header = GgufFacts.model_validate(cut)
     memory = predict_memory(cpu_seat(2048, 2, ()), header, entry["size_bytes"], "RAM")
     assert memory is not None and memory.weights == entry["size_bytes"]
-    assert abs(memory.weights / 2**20 - logged(RUNS["np2"][0])["weights"]) <= 0.05 * 36.26
+    assert (
+        abs(memory.weights / 2**20 - logged((LOGS / RUNS["np2"][0]).read_text())["weights"])
+        <= 0.05 * 36.26
+    )
 
 
 def test_a_gpu_seat_leaves_token_embd_and_the_logits_in_host_memory() -> None:
