@@ -113,8 +113,9 @@ def oom_line(
     stops: tuple[str, ...] | None = None,
 ) -> str | None:
     """The first log line with an out-of-memory (or dead engine) signature, read up to the
-    line where the engine was told to stop: a stopped engine is not out of memory, and
-    what it logs while it stops (vLLM 0.32's `EngineDeadError` after a SIGTERM) is not one.
+    line where the engine was told to stop: a stopped engine did not run short of memory,
+    and what it logs while it stops (the dead engine of a request the stop cut) is the
+    stop's.
 
     `signatures` and `stops` are the seat's engine's (`Engine.OOM_SIGNATURES`,
     `STOP_SIGNATURES` where it has them); by default every engine's.

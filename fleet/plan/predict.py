@@ -11,6 +11,8 @@ with the same KV budget, tensor parallel size, KV dtype and speculative decoding
 config.json, laid out as vLLM lays out its KV cache (`fleet.plan.seat_layout`);
 with only the summary observation keeps of config.json (`ModelInfo.kv_bytes_per_token`)
 models whose layers all cache every token.
+A llama.cpp seat is sized from its GGUF header instead (`fleet.engines.predict_memory`:
+weights, KV cache, compute and output buffers on its GPU, or in its host's RAM).
 A `gpu_memory_utilization` budget is what the fraction leaves after the weights (logged by
 a seat of the same model, else the size on disk) and a fixed engine overhead. A fact that
 cannot be read is named in `unknown`, never guessed.

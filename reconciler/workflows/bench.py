@@ -7,7 +7,7 @@ Speculative decoding: the engine's /metrics counter deltas over those runs. With
 one request whose prompt fills ~0.97 of the context (distinct words, sized with the
 engine's /tokenize where it has one), `max_tokens` 1: prefill tok/s, then the engine log
 written meanwhile is scanned for out-of-memory signatures up to where the engine was told
-to stop (a stopped seat is not out of memory) and /health is asked. A seat
+to stop (a stopped seat did not run short of memory) and /health is asked. A seat
 that died is reported, never restarted. `via="gateway"` measures through the proxy by
 alias, as clients see it. The record and its verdicts are `fleet.observed.bench`.
 """

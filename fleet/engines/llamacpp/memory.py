@@ -23,7 +23,7 @@ offloaded, as fleet renders `--n-gpu-layers 999`) or, for a CPU seat, in the hos
   with `8 n_embd` per token). The logits come after the FFN's buffers are freed and add
   nothing. The per-token factors are fitted to b11434's CPU logs: within 1% for widths
   128 to 512 at n_ubatch 128 and 512, contexts 2,048 to 8,192, 1 to 4 slots, with and
-  without flash attention (the lab's tiny llama, tests/corpus/llamacpp-logs); a 64-wide
+  without flash attention (the lab's tiny llama, tests/corpus/llamacpp-buffers); a 64-wide
   model's is 17% below what this rule says;
 - output (`llama_context: ... output buffer size`): `slots x n_vocab` f32 logits, in host
   memory (CUDA_Host on a GPU seat).

@@ -1,6 +1,7 @@
 """A llama.cpp seat's predicted buffers against those the real llama-server b11434 logged
-for the same model and flags (tests/corpus/llamacpp-logs, recorded in the lab; the models'
-headers as fleet parses them in b11434_tiny-gguf-headers.json): the weights, the KV cache,
+for the same model and flags (tests/corpus/llamacpp-buffers and one of llamacpp-logs,
+recorded in the lab; the models' headers as fleet parses them in
+llamacpp-buffers/b11434_tiny-gguf-headers.json): the weights, the KV cache,
 the compute buffer and the output buffer, each within 5%."""
 
 from __future__ import annotations
@@ -16,15 +17,15 @@ from fleet.spec.models import Seat
 from tests.conftest import CORPUS
 from tests.unit.engines.test_llamacpp_verbosity import coder
 
-LOGS = CORPUS / "llamacpp-logs"
-HEADERS = json.loads((LOGS / "b11434_tiny-gguf-headers.json").read_text())
+BUFFERS = CORPUS / "llamacpp-buffers"
+HEADERS = json.loads((BUFFERS / "b11434_tiny-gguf-headers.json").read_text())
 BUFFER = re.compile(r"(?P<part>model|KV|compute|output) buffer size =\s+(?P<mib>[\d.]+) MiB")
 PARTS = {"model": "weights", "KV": "kv", "compute": "compute", "output": "output"}
 TINY = "tiny-llama-4l.gguf"
 
 # (log, model, context per slot, slots, extra flags): the flags each run was started with
 RUNS = {
-    "np2": ("b11434_cpu_tiny-llama-4l_lv4_np2.log", TINY, 2048, 2, ()),
+    "np2": ("../llamacpp-logs/b11434_cpu_tiny-llama-4l_lv4_np2.log", TINY, 2048, 2, ()),
     "np4-q8-cache": (
         "b11434_cpu_tiny-llama-4l_lv4_np4_q8-cache_no-repack.log",
         TINY,
@@ -86,7 +87,7 @@ def test_each_predicted_buffer_is_within_5_percent_of_the_logged_one(
     header = GgufFacts.model_validate(entry["header"])
     memory = predict_memory(cpu_seat(context, slots, extra), header, entry["size_bytes"], "RAM")
     assert memory is not None
-    real = logged((LOGS / log).read_text())
+    real = logged((BUFFERS / log).read_text())
     assert set(real) == set(PARTS.values())
     for part, mib in real.items():
         predicted = getattr(memory, part) / 2**20
@@ -100,7 +101,7 @@ def test_a_header_cut_before_its_tensors_sizes_the_weights_by_the_file() -> None
     memory = predict_memory(cpu_seat(2048, 2, ()), header, entry["size_bytes"], "RAM")
     assert memory is not None and memory.weights == entry["size_bytes"]
     assert (
-        abs(memory.weights / 2**20 - logged((LOGS / RUNS["np2"][0]).read_text())["weights"])
+        abs(memory.weights / 2**20 - logged((BUFFERS / RUNS["np2"][0]).read_text())["weights"])
         <= 0.05 * 36.26
     )
 

@@ -1,7 +1,7 @@
 """A seat that was stopped is not out of memory: `fleet bench` reads a vLLM log up to the
 line where the engine says it was told to stop (SIGTERM), so the `EngineDeadError` of a
 request the stop cut is the stop's; an engine that died by itself still reads as dead.
-On vLLM 0.32's own logs (tests/corpus/vllm-logs, recorded from the real build)."""
+On vLLM 0.32's own logs (tests/corpus/vllm-stops, recorded from the real build)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from fleet.engines import engine_for
 from fleet.observed.bench import oom_line, stop_line, stop_signatures
 from tests.conftest import CORPUS
 
-LOGS = CORPUS / "vllm-logs"
+LOGS = CORPUS / "vllm-stops"
 IDLE = (LOGS / "v0.32.0_v1_tiny-llama_cpu-backend_sigterm-idle.log").read_text().splitlines()
 DIED = (
     (LOGS / "v0.32.0_v1_tiny-llama_cpu-backend_worker-died-then-sigterm.log")
