@@ -19,16 +19,20 @@ from fleet.engines import llamacpp, sglang, vllm
 from fleet.engines import metrics as _metrics
 from fleet.engines import rules as _rules
 from fleet.engines.base import Engine, MetricNames, Shape, concurrency
+from fleet.engines.llamacpp.memory import LlamaMemory as EngineMemory
 from fleet.engines.report import EngineReport
 from fleet.facts.argv import EngineArgs, program_name, unwrap_shell
 from fleet.facts.engine_metrics import EngineLoad
+from fleet.facts.gguf import GgufFacts
 from fleet.spec.load import LoadedFleet
+from fleet.spec.models import Seat
 from fleet.spec.problems import Problem
 from fleet.spec.validate import Rule
 
 __all__ = [
     "ENGINES",
     "Engine",
+    "EngineMemory",
     "MetricNames",
     "Shape",
     "concurrency",
@@ -48,6 +52,20 @@ ENGINES: dict[str, Engine] = {vllm.NAME: vllm, llamacpp.NAME: llamacpp, sglang.N
 def engine_for(name: str) -> Engine:
     """The engine module of a seat's `engine` field."""
     return ENGINES[name]
+
+
+def sizes_from_header(name: str) -> bool:
+    """Whether the engine's buffers are predicted from its model's GGUF header (llama.cpp)."""
+    return getattr(engine_for(name), "predict_memory", None) is not None
+
+
+def predict_memory(
+    seat: Seat, header: GgufFacts, size_bytes: int | None, where: str
+) -> EngineMemory | None:
+    """The buffers the seat's engine will hold, from its model's header; None where the
+    engine does not size them so (`sizes_from_header`) or the header is too thin."""
+    predict = getattr(engine_for(seat.engine), "predict_memory", None)
+    return predict(header, size_bytes, seat, where) if predict is not None else None
 
 
 def engine_of(args: EngineArgs) -> Engine | None:

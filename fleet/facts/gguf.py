@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import math
 import struct
 from typing import Any
+
+from pydantic import Field
 
 from fleet.base import CoreModel
 
@@ -45,6 +48,17 @@ MAX_ARRAY_KEPT = 64  # longer arrays (the tokenizer's) are skipped, not kept
 # llama.cpp's `set_swa_pattern(n)` for architectures whose header has no pattern key
 SWA_PATTERNS = {"gemma3": 6}
 STATE_BYTES = 4  # llama.cpp keeps the recurrent state in f32
+# ggml's types (ggml/src/ggml.c `type_traits`, as gguf-py's GGML_QUANT_SIZES):
+# (elements per block, bytes per block)
+GGML_TYPES = {
+    0: (1, 4), 1: (1, 2), 2: (32, 18), 3: (32, 20), 6: (32, 22), 7: (32, 24), 8: (32, 34),
+    9: (32, 40), 10: (256, 84), 11: (256, 110), 12: (256, 144), 13: (256, 176),
+    14: (256, 210), 15: (256, 292), 16: (256, 66), 17: (256, 74), 18: (256, 98),
+    19: (256, 50), 20: (32, 18), 21: (256, 110), 22: (256, 82), 23: (256, 136), 24: (1, 1),
+    25: (1, 2), 26: (1, 4), 27: (1, 8), 28: (1, 8), 29: (256, 56), 30: (1, 2),
+    34: (256, 54), 35: (256, 66), 39: (32, 17), 40: (64, 36), 41: (128, 18),
+}  # fmt: skip
+INPUT_TENSORS = ("token_embd.weight",)  # kept in host memory whatever -ngl says
 
 
 class GgufFacts(CoreModel):
@@ -70,6 +84,14 @@ class GgufFacts(CoreModel):
     ssm_inner_size: int | None = None
     ssm_state_size: int | None = None
     ssm_group_count: int | None = None
+    feed_forward_length: int | None = None
+    vocab_size: int | None = Field(
+        None, description="tokenizer.ggml.tokens' length, else token_embd's rows"
+    )
+    tensor_bytes: int | None = Field(
+        None, description="every tensor's data by its type, where the head reaches them all"
+    )
+    input_tensor_bytes: int | None = Field(None, description="token_embd's share of those")
     complete: bool = False
 
     @property
@@ -140,6 +162,14 @@ class _Reader:
         fmt = _SCALARS[kind]
         return struct.unpack(fmt, self.take(struct.calcsize(fmt)))[0]
 
+    def array_length(self) -> int:
+        """The length of the array that starts here (its item type, then its count)."""
+        at = self.at
+        self.take(4)
+        count = int(self.scalar(10))
+        self.at = at
+        return count
+
     def string(self) -> str:
         return self.take(self.scalar(10)).decode("utf-8", errors="replace")
 
@@ -166,11 +196,37 @@ def parse_gguf_header(data: bytes) -> GgufFacts:
         count = reader.scalar(10)
         for _ in range(count):
             key = reader.string()
-            found[key] = reader.value(reader.scalar(4))
+            kind = reader.scalar(4)
+            if kind == ARRAY and key == "tokenizer.ggml.tokens":
+                found["vocab_size"] = reader.array_length()
+            found[key] = reader.value(kind)
         found["complete"] = True
+        found.update(_tensor_bytes(reader, found["tensor_count"]))
     except (_Cut, struct.error, KeyError, RecursionError, OverflowError, MemoryError):
         pass
     return _facts(found)
+
+
+def _tensor_bytes(reader: _Reader, count: int) -> dict[str, int]:
+    """The tensors' data sizes by their types (name, dims, type, offset per tensor), and
+    the vocabulary token_embd's rows are; empty when the head ends before the last
+    tensor's info or names a type not in GGML_TYPES."""
+    total = inputs = vocab = 0
+    for _ in range(count):
+        name = reader.string()
+        dims = [reader.scalar(10) for _ in range(reader.scalar(4))]
+        kind = reader.scalar(4)
+        reader.scalar(10)
+        if kind not in GGML_TYPES:
+            return {}
+        per_block, block_bytes = GGML_TYPES[kind]
+        size = -(-math.prod(dims) // per_block) * block_bytes
+        total += size
+        if name in INPUT_TENSORS:
+            inputs += size
+            vocab = dims[-1] if len(dims) == 2 else vocab
+    found = {"tensor_bytes": total, "input_tensor_bytes": inputs}
+    return found | ({"embedded_vocab": vocab} if vocab else {})
 
 
 def parse_gguf_base64(text: str) -> GgufFacts:
@@ -211,6 +267,10 @@ def _facts(found: dict[str, Any]) -> GgufFacts:
         ssm_inner_size=number("ssm.inner_size"),
         ssm_state_size=number("ssm.state_size"),
         ssm_group_count=number("ssm.group_count"),
+        feed_forward_length=number("feed_forward_length"),
+        vocab_size=found.get("vocab_size") or number("vocab_size") or found.get("embedded_vocab"),
+        tensor_bytes=found.get("tensor_bytes"),
+        input_tensor_bytes=found.get("input_tensor_bytes"),
         file_type=FILE_TYPES.get(file_type) if isinstance(file_type, int) else None,
         complete=bool(found.get("complete")),
     )

@@ -219,6 +219,7 @@ def _gguf_model(path: str, entry: GgufFile) -> ModelInfo:
         max_position_embeddings=facts.context_length,
         kv_bytes_per_token=facts.kv_bytes_per_token,
         kv_fixed_bytes=facts.kv_fixed_bytes,
+        gguf=facts,
         lineage=entry.lineage,
         config_error=None if facts.architecture else "no GGUF header read",
     )

@@ -107,14 +107,39 @@ def speculative(accepted: float, draft_tokens: float, drafts: float) -> Speculat
     )
 
 
-def oom_line(lines: list[str], signatures: tuple[str, ...] | None = None) -> str | None:
-    """The first log line with an out-of-memory (or dead engine) signature.
+def oom_line(
+    lines: list[str],
+    signatures: tuple[str, ...] | None = None,
+    stops: tuple[str, ...] | None = None,
+) -> str | None:
+    """The first log line with an out-of-memory (or dead engine) signature, read up to the
+    line where the engine was told to stop: a stopped engine did not run short of memory,
+    and what it logs while it stops (the dead engine of a request the stop cut) is the
+    stop's.
 
-    `signatures` are the seat's engine's (`Engine.OOM_SIGNATURES`); by default every
-    engine's.
+    `signatures` and `stops` are the seat's engine's (`Engine.OOM_SIGNATURES`,
+    `STOP_SIGNATURES` where it has them); by default every engine's.
     """
     wanted = signatures if signatures is not None else _all_signatures()
-    return next((ln.strip() for ln in lines if any(s in ln for s in wanted)), None)
+    stopped = stops if stops is not None else stop_signatures()
+    for line in lines:
+        if any(s in line for s in stopped):
+            return None
+        if any(s in line for s in wanted):
+            return line.strip()
+    return None
+
+
+def stop_line(lines: list[str], stops: tuple[str, ...] | None = None) -> str | None:
+    """The first line where the engine says it was told to stop, else None."""
+    stopped = stops if stops is not None else stop_signatures()
+    return next((ln.strip() for ln in lines if any(s in ln for s in stopped)), None)
+
+
+def stop_signatures(engine: str | None = None) -> tuple[str, ...]:
+    """The log lines of a stop the engine was asked for: one engine's, else every engine's."""
+    engines = [ENGINES[engine]] if engine is not None else list(ENGINES.values())
+    return tuple(s for e in engines for s in getattr(e, "STOP_SIGNATURES", ()))
 
 
 def _all_signatures() -> tuple[str, ...]:

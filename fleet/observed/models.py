@@ -16,6 +16,7 @@ from fleet.base import CoreModel
 from fleet.engines import concurrency
 from fleet.engines.report import EngineReport
 from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.gguf import GgufFacts
 from fleet.facts.model_config import ModelFacts
 from fleet.facts.model_files import DiskFree, ModelFile, SourceListing
 from fleet.facts.provenance import RecordedFile
@@ -70,6 +71,7 @@ class ModelInfo(CoreModel):
     lineage: dict[str, str] = Field(default_factory=dict)
     config_error: str | None = None
     facts: ModelFacts | None = Field(None, description="the parsed config.json, for prediction")
+    gguf: GgufFacts | None = Field(None, description="a GGUF file's header, for prediction")
     files: dict[str, ModelFile] | None = Field(None, description="its files (find), by path")
     recorded: dict[str, RecordedFile] | None = Field(
         None, description="the files fleet recorded in its provenance when it fetched it"

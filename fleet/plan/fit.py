@@ -37,6 +37,7 @@ def predict_seat(desired: DesiredFleet, observation: Observation, seat: Seat) ->
     engine = engine_for(seat.engine)
     if not engine.ESTIMATES_KV:
         tokens = engine.fixed_kv_tokens(seat)
+        base = predict.basis(desired, observation, seat)
         return Prediction(
             kv_tokens=tokens,
             concurrency=tokens / seat.context if tokens else None,
@@ -44,7 +45,9 @@ def predict_seat(desired: DesiredFleet, observation: Observation, seat: Seat) ->
             context=seat.context,
             source=PredictionSource.ESTIMATE,
             band=band,
-            unknown=(engine.KV_SIZING,),
+            gpu_memory=gpu_memory(desired, observation, seat) if base.memory else {},
+            memory=base.memory,
+            unknown=(engine.KV_SIZING, *base.unknown),
         )
     base = predict.basis(desired, observation, seat)
     tokens = predict.kv_tokens(base, seat)

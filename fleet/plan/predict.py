@@ -11,6 +11,8 @@ with the same KV budget, tensor parallel size, KV dtype and speculative decoding
 config.json, laid out as vLLM lays out its KV cache (`fleet.plan.seat_layout`);
 with only the summary observation keeps of config.json (`ModelInfo.kv_bytes_per_token`)
 models whose layers all cache every token.
+A llama.cpp seat is sized from its GGUF header instead (`fleet.engines.predict_memory`:
+weights, KV cache, compute and output buffers on its GPU, or in its host's RAM).
 A `gpu_memory_utilization` budget is what the fraction leaves after the weights (logged by
 a seat of the same model, else the size on disk) and a fixed engine overhead. A fact that
 cannot be read is named in `unknown`, never guessed.
@@ -23,7 +25,7 @@ from enum import StrEnum
 from pydantic import Field
 
 from fleet.base import CoreModel
-from fleet.engines import engine_for
+from fleet.engines import EngineMemory, engine_for, predict_memory, sizes_from_header
 from fleet.engines.kv import KvSettings
 from fleet.engines.report import EngineReport
 from fleet.facts.kv_estimate import GIB, KvLayout, kv_dtype_bytes, uniform_layout
@@ -73,6 +75,9 @@ class Prediction(CoreModel):
     band: ConcurrencyBand
     max_model_len: int | None = Field(None, description="most context config.json allows")
     gpu_memory: dict[int, GpuMemory] = Field(default_factory=dict)
+    memory: EngineMemory | None = Field(
+        None, description="a llama.cpp seat's buffers, from its GGUF header"
+    )
     unknown: tuple[str, ...] = Field((), description="facts that could not be read")
     assumptions: tuple[str, ...] = Field(
         (), description="defaults of the engine's release and platform that moved an estimate"
@@ -112,6 +117,7 @@ class Basis(CoreModel):
     )
     max_model_len: int | None = None
     max_model_len_source: str | None = None
+    memory: EngineMemory | None = Field(None, description="a llama.cpp seat's buffers")
     unknown: tuple[str, ...] = ()
 
     @property
@@ -151,9 +157,12 @@ def basis(desired: DesiredFleet, observation: Observation, seat: Seat) -> Basis:
     info = host.models.get(path)
     total, gpu_note = _total_mib(desired, host, seat)
     unknown = [gpu_note] if gpu_note else []
+    missing = path in host.missing_paths or info is None
+    if sizes_from_header(seat.engine):
+        return _header_basis(host, seat, info if not missing else None, total, unknown)
     facts = model_facts(info)
     layout, why = _layout(host, seat, info, facts, total if seat.gpus else None)
-    if path in host.missing_paths or info is None:
+    if missing:
         why = f"model {seat.model} is not on {seat.host}"
     unknown += [why] if why else []
     return Basis(
@@ -165,6 +174,32 @@ def basis(desired: DesiredFleet, observation: Observation, seat: Seat) -> Basis:
         max_model_len_source=facts.max_model_len_source if facts else None,
         unknown=tuple(unknown),
     )
+
+
+def _header_basis(
+    host: ObservedHost, seat: Seat, info: ModelInfo | None, total: int | None, notes: list[str]
+) -> Basis:
+    """A seat whose engine's buffers are sized from its GGUF header (llama.cpp)."""
+    memory = llama_memory(host, seat, info)
+    if info is None:
+        notes.append(f"model {seat.model} is not on {seat.host}")
+    elif memory is None:
+        notes.append(f"the GGUF header of {seat.model} is too thin to size its buffers")
+    return Basis(memory=memory, total_mib=total, unknown=tuple(notes))
+
+
+def llama_memory(host: ObservedHost, seat: Seat, info: ModelInfo | None) -> EngineMemory | None:
+    """A llama.cpp seat's buffers from its GGUF header (`fleet.engines.predict_memory`):
+    on its GPU, or in its host's RAM."""
+    if info is None or info.gguf is None:
+        return None
+    if seat.gpus:
+        where = f"GPU {', '.join(map(str, seat.gpus))}"
+    else:
+        available = host.memory_available_mib
+        room = f" ({available:,} MiB available)" if available is not None else ""
+        where = f"RAM of {host.name}{room}"
+    return predict_memory(seat, info.gguf, info.size_bytes, where)
 
 
 def kv_budget(basis: Basis, seat: Seat) -> int | None:
@@ -187,6 +222,8 @@ def fraction_overhead_mib(basis: Basis) -> int:
 
 def footprint_mib(basis: Basis, seat: Seat) -> int | None:
     """What the seat's engine holds on each of its GPUs."""
+    if basis.memory is not None:
+        return basis.memory.footprint_mib() if basis.memory.gpu else None
     if seat.gpu_memory_utilization is not None and basis.total_mib is not None:
         return int(seat.gpu_memory_utilization * basis.total_mib)
     if seat.kv_cache_bytes is None or basis.weights_mib is None:

@@ -3,7 +3,8 @@
 Called by `fleet.plan.plan` for every replace-seat action. `auto` (the default) surges
 when plan's own prediction says both copies fit on every GPU of the seat: the new copy's
 footprint (weights, KV budget and overhead; a `gpu_memory_utilization` seat its fraction
-of the GPU, `fleet.plan.predict.footprint_mib`) beside everything the GPU holds once the
+of the GPU; a llama.cpp seat its buffers from its GGUF header and a CUDA context,
+`fleet.plan.predict.footprint_mib`) beside everything the GPU holds once the
 plan ran (`fleet.plan.gpu_share.gpu_holders`) and beside the old copy (what nvidia-smi
 says it holds, else the new copy's footprint). A CPU seat recreates under `auto`: its
 host's RAM is shared with every process there and nothing bounds what a second llama.cpp

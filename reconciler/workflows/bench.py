@@ -6,7 +6,8 @@ request = (tokens - 1) / (last token - first token), and the time to the first t
 Speculative decoding: the engine's /metrics counter deltas over those runs. With `depth`,
 one request whose prompt fills ~0.97 of the context (distinct words, sized with the
 engine's /tokenize where it has one), `max_tokens` 1: prefill tok/s, then the engine log
-written meanwhile is scanned for out-of-memory signatures and /health is asked. A seat
+written meanwhile is scanned for out-of-memory signatures up to where the engine was told
+to stop (a stopped seat did not run short of memory) and /health is asked. A seat
 that died is reported, never restarted. `via="gateway"` measures through the proxy by
 alias, as clients see it. The record and its verdicts are `fleet.observed.bench`.
 """
@@ -33,6 +34,8 @@ from fleet.observed.bench import (
     judge,
     oom_line,
     speculative,
+    stop_line,
+    stop_signatures,
     summarize,
 )
 from fleet.observed.models import Observation
@@ -239,7 +242,10 @@ def _depth(
     except FleetError as err:
         failed_status = str(err)
     logs = adapter_for(host).read_log(conn, container, started, 400)
-    line = oom_line(logs.splitlines(), engine_for(seat.engine).OOM_SIGNATURES)
+    stops = stop_signatures(seat.engine)
+    line = oom_line(logs.splitlines(), engine_for(seat.engine).OOM_SIGNATURES, stops)
+    stopped = stop_line(logs.splitlines(), stops)
+    line = line or (f"stopped: {stopped}" if stopped else None)
     health = _health(conn, host, seat)
     if line or failed_status or health != 200:
         detail = line or (f"HTTP {failed_status}" if failed_status else f"/health answers {health}")

@@ -4,7 +4,8 @@ tiny GGUF models: what fleet reads off its startup log equals what its /props, /
 and /metrics report, at the default verbosity and at `-lv 4`, with and without a draft
 model. And the draft flags fleet renders for a seat on this build make it draft, where
 the flags fleet rendered before (`--draft-max`) make it exit 1 (and a draft model without
-`--spec-type draft-simple` is loaded but never drafts).
+`--spec-type draft-simple` is loaded but never drafts). And the buffers plan predicts
+for a seat from its GGUF's head are those it logs, within 5%.
 """
 
 from __future__ import annotations
@@ -17,12 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from fleet.engines import engine_for
+from fleet.engines import engine_for, predict_memory
 from fleet.engines.llamacpp import render_args
 from fleet.facts.engine_metrics import sum_samples
+from fleet.facts.gguf import parse_gguf_header
+from fleet.facts.host_facts import GGUF_HEAD_BYTES
 from tests.lab.real import llamacpp, require
 from tests.lab.real.contract_llamacpp import fetch, mismatches
 from tests.unit.engines.test_llamacpp_flags import drafted_seat
+from tests.unit.engines.test_llamacpp_memory import cpu_seat, logged
 
 # At the default verbosity (3) b11434 logs the slots and their context, not its build,
 # KV cache or drafter settings (those are traces, -lv 4).
@@ -137,3 +141,26 @@ def test_the_old_draft_max_makes_b11434_exit_1(tmp_path: Path) -> None:
     assert 'error while handling argument "--draft-max": the argument has been removed' in (
         done.stdout + done.stderr
     )
+
+
+def test_the_buffers_plan_predicts_are_within_5_percent_of_the_logged_ones(
+    tmp_path: Path,
+) -> None:
+    """From the head of the file as observation reads it (its tensors' infos lie beyond the
+    vocabulary, so the weights are the file's size); `-nr`: a CPU with AMX would otherwise
+    repack the matrices into a second buffer, which plan does not count."""
+    model = llamacpp.model_path()
+    with model.open("rb") as gguf:
+        header = parse_gguf_header(gguf.read(GGUF_HEAD_BYTES))
+    flags = ("-ctk", "q8_0", "-ctv", "q8_0")
+    seat = cpu_seat(2048, 3, flags)
+    memory = predict_memory(seat, header, model.stat().st_size, "RAM")
+    assert memory is not None
+    log = tmp_path / "server.log"
+    with llamacpp.serve(free_port(), log, "-lv", "4", "-nr", "-c", "6144", "-np", "3", *flags):
+        pass
+    real = logged(log.read_text())
+    for part, mib in real.items():
+        predicted = getattr(memory, part) / 2**20
+        assert abs(predicted - mib) <= 0.05 * mib + 0.01, f"{part}: {predicted:.2f} vs {mib}"
+    assert set(real) == {"weights", "kv", "compute", "output"}

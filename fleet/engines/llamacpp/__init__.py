@@ -24,6 +24,7 @@ from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import draft_flags, image_build, without_draft_type
 from fleet.engines.llamacpp.argv import parse_args as parse_args
+from fleet.engines.llamacpp.memory import predict_memory as predict_memory
 from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineError, EngineReport, ErrorKind, SpeculativeFact
 from fleet.facts.argv import EngineArgs
@@ -69,6 +70,12 @@ ALL_LAYERS = "999"
 # Switches fleet always renders, not compared (a hand-made server may lack them):
 # --metrics serves the Prometheus /metrics the reconcile loop and fleet bench read.
 RENDERED_SWITCHES = ("--metrics",)
+# The verbosity fleet renders, not compared either: b11434 logs its build, the model's
+# buffers and the KV cache's cells and types at verbosity 4 only (the default, 3, logs
+# the slots alone; tests/corpus/llamacpp-logs). A seat that sets its own verbosity in
+# extra_args keeps it, and fleet renders none beside it.
+VERBOSITY = ("-lv", "4")
+VERBOSITY_FLAGS = ("-lv", "--verbosity", "--log-verbosity", "-v", "--verbose")
 
 
 def slots(seat: Seat) -> int:
@@ -103,7 +110,30 @@ def render_args(seat: Seat) -> list[str]:
     spec = seat.speculative
     if spec is not None and spec.draft_model:
         args += draft_flags(image_build(seat.image), spec.draft_model, spec.num_tokens)
-    return args + list(seat.extra_args)
+    return args + list(seat.extra_args) + list(rendered_verbosity(seat.extra_args))
+
+
+def rendered_verbosity(extra_args: Sequence[str]) -> tuple[str, ...]:
+    """`-lv 4`, unless the seat's own flags set a verbosity."""
+    own = any(a.partition("=")[0] in VERBOSITY_FLAGS for a in extra_args)
+    return () if own else VERBOSITY
+
+
+def without_rendered(extra: Sequence[str]) -> list[str]:
+    """A live argv's other flags without those fleet renders anyway (`--metrics`, `-lv 4`
+    in either spelling), so neither plan nor import counts them as the seat's own."""
+    out: list[str] = []
+    skip = False
+    for i, token in enumerate(extra):
+        if skip:
+            skip = False
+        elif token in RENDERED_SWITCHES or token in ("-lv=4", "--verbosity=4"):
+            continue
+        elif token in ("-lv", "--verbosity") and list(extra[i + 1 : i + 2]) == ["4"]:
+            skip = True
+        else:
+            out.append(token)
+    return out
 
 
 def healthcheck(seat: Seat) -> list[str]:
@@ -126,7 +156,7 @@ def desired_shape(seat: Seat) -> Shape:
         "context": seat.context,
         "parallel": slots(seat),
         "speculative": speculative,
-        "extra_args": list(mask_argv(seat.extra_args)),
+        "extra_args": without_rendered(mask_argv(seat.extra_args)),
     }
 
 
@@ -143,11 +173,9 @@ def observed_shape(args: EngineArgs) -> Shape:
         "context": args.ctx_size // parallel if args.ctx_size else None,
         "parallel": parallel,
         "speculative": speculative,
-        "extra_args": [
-            a
-            for a in mask_argv(without_draft_type(args.extra) if args.draft_model else args.extra)
-            if a not in RENDERED_SWITCHES
-        ],
+        "extra_args": without_rendered(
+            mask_argv(without_draft_type(args.extra) if args.draft_model else args.extra)
+        ),
     }
 
 

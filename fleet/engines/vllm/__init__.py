@@ -53,6 +53,15 @@ OOM_SIGNATURES: tuple[str, ...] = (
     "an illegal memory access was encountered",
     "EngineDeadError",
 )
+# Log lines of a stop the engine was asked for (SIGTERM from its container's or unit's stop),
+# as vLLM 0.32 logs them: the API server's first shutdown line, the engine core's signal.
+# What follows is the stop's, not an out-of-memory (a request the stop cut ends in
+# `EngineDeadError`); a worker that dies by itself also logs `[shutdown] Executor: ...`
+# lines, so only these two count (tests/corpus/vllm-stops).
+STOP_SIGNATURES: tuple[str, ...] = (
+    "[shutdown] API server: shutdown triggered",
+    "[shutdown] EngineCore: trigger received signal=SIGTERM",
+)
 # Flags beside the budget that change how much KV cache a budget buys (plan's exact log).
 KV_FLAGS: tuple[str, ...] = ("--block-size", "--max-num-batched-tokens", "--max-num-seqs")
 KV_FLAGS += ("--enforce-eager", "--cpu-offload-gb", "--swap-space")

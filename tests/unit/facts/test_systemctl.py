@@ -168,7 +168,8 @@ def test_a_seat_unit_recorded_running_reads_back_as_rendered() -> None:
     status = parse_systemctl_show((SYSTEMD / "show-fleet-coder-llama-server-gpu.txt").read_text())[
         "fleet-coder.service"
     ]
-    assert status.exec_start == exec_start_text(exec_argv(seat()))
+    # recorded before fleet rendered the verbosity b11434 needs for its facts (`-lv 4`)
+    assert f"{status.exec_start} -lv 4" == exec_start_text(exec_argv(seat()))
     assert status.environment == "CUDA_VISIBLE_DEVICES=0"
     assert read_spec_hash(unit_text) is not None
     run = parse_unit_journal(

@@ -16,6 +16,8 @@ engine verbatim, and the fake appends the seat's own.
 
 from __future__ import annotations
 
+from fleet.engines.llamacpp import rendered_verbosity
+
 VLLM = ("/usr/bin/python3", "/usr/local/bin/vllm", "serve")
 
 LIVE_ARGV: dict[str, tuple[str, ...]] = {
@@ -195,8 +197,11 @@ LIVE_ARGV: dict[str, tuple[str, ...]] = {
 
 def live_argv(seat: str, extra_args: tuple[str, ...] = (), **edits: str) -> list[str]:
     """A seat's live argv, its `extra_args` appended, with `flag_name=value` edits
-    (`max_model_len="131072"` sets the value after `--max-model-len`)."""
+    (`max_model_len="131072"` sets the value after `--max-model-len`); a llama-server's
+    ends with the verbosity fleet renders after them (`-lv 4`)."""
     argv = [*LIVE_ARGV[seat], *extra_args]
+    if argv[0].endswith("llama-server"):
+        argv += rendered_verbosity(extra_args)
     for name, value in edits.items():
         flag = "--" + name.replace("_", "-")
         argv[argv.index(flag) + 1] = value

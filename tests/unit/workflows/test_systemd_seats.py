@@ -24,6 +24,7 @@ from fleet.spec.models import ReconcileSettings
 from reconciler.workflows.observe import observe_fleet
 from reconciler.workflows.reconcile import LoopOptions, Reconciler
 from reconciler.workflows.repo import FleetRepo
+from tests.fakes import containers
 from tests.fakes.gateway import FakeGateway
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.fakes.units import gguf_file, kill9
@@ -61,6 +62,9 @@ def fleet(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeFleet:
     litellm`, as its gateway.yaml says) already routing every alias."""
     for name, value in MASTER_KEY.items():
         monkeypatch.setenv(name, value)
+    # GPUs of the example's size (the RTX 3090's 24 GiB): no room for a second copy of the
+    # coder, which recreates as on the real card
+    monkeypatch.setattr(containers, "GPU_MIB", 24576)
     fake = make_fleet(tmp_path, seats=None, source=EXAMPLE, hosts=hosts())
     fake.route_gateway()
     gateway = fake.load().gateway
