@@ -15,7 +15,7 @@ proxies started from now answer a chat), `fail_reloads` (that many reloads fail)
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fleet.gateways import nginx
 from fleet.gateways.litellm.config import parse_gateway_config
@@ -34,15 +34,23 @@ class FakeProxy:
     port: int
     aliases: tuple[str, ...]
     chat_status: int = 200
+    bases: dict[str, str | None] = field(default_factory=dict)  # alias -> api_base
 
     def routes(self) -> dict[str, list[Reply]]:
         models = {"object": "list", "data": [{"id": a, "object": "model"} for a in self.aliases]}
+        info = {
+            "data": [
+                {"model_name": a, "litellm_params": {"api_base": self.bases.get(a)}}
+                for a in self.aliases
+            ]
+        }
         chat = '{"choices": [{"message": {"content": "pong"}}]}'
         if self.chat_status != 200:
             chat = '{"error": {"message": "litellm.APIConnectionError: cannot connect"}}'
         return {
             "/health/liveliness": [Reply(200, '"I\'m alive!"')],
             "/v1/models": [Reply(200, json.dumps(models))],
+            "/model/info": [Reply(200, json.dumps(info))],
             "/v1/chat/completions": [Reply(self.chat_status, chat)],
         }
 
@@ -76,6 +84,10 @@ class FakeGateway:
         self._launch(live)
         self.events.clear()
 
+    def load_file(self) -> None:
+        """The live proxy loads the config file now (as after an apply that wrote it)."""
+        self._launch(self.routed, "load")
+
     def serving(self) -> tuple[str, ...]:
         """The aliases clients get through the front now."""
         proxy = self.proxies.get(self.routed)
@@ -87,8 +99,9 @@ class FakeGateway:
             reason, self.fail_start = self.fail_start, None
             return CommandResult(1, "", reason)
         text = self.host.files[self.gateway.config_path]
-        aliases = tuple(sorted(parse_gateway_config(text).by_alias()))
-        self.proxies[port] = FakeProxy(port, aliases, self.chat_status)
+        routed = parse_gateway_config(text).by_alias()
+        bases = {alias: entry.api_base for alias, entry in routed.items()}
+        self.proxies[port] = FakeProxy(port, tuple(sorted(routed)), self.chat_status, bases)
         self.refresh()
         return OK
 
