@@ -34,7 +34,6 @@ from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.adapters.http import request_via
 from reconciler.host import HostSession, Sessions
 from reconciler.workflows.locks import gone_pid
-from reconciler.workflows.proxy import url_endpoint
 
 
 def observe_fleet(
@@ -144,6 +143,7 @@ def observe_served(conn: HostSession, gateway: Gateway) -> ServedGateway:
     """What the gateway serves through its URL, where its front points, and what each
     proxy port lists: asked from the gateway host, as clients and the front reach them."""
     from reconciler.workflows.gateway import master_key  # its writers pull in ruamel
+    from reconciler.workflows.proxy import url_endpoint
 
     kind = kind_of(gateway)
     try:
