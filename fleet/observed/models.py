@@ -8,7 +8,6 @@ Everything here is a fact read off a host; nothing is typed by hand.
 from __future__ import annotations
 
 import re
-
 from operator import is_
 from typing import Any
 

@@ -26,7 +26,11 @@ def served_findings(observation: Observation) -> list[Found]:
     if not served.url_answers:
         return [
             *found,
-            ("gateway-not-serving", target, f"the gateway's URL does not answer: {served.url_error}"),
+            (
+                "gateway-not-serving",
+                target,
+                f"the gateway's URL does not answer: {served.url_error}",
+            ),
         ]
     if differs := not_live(gateway):
         found.append(

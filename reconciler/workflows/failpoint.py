@@ -41,7 +41,7 @@ POINTS = (
 )
 
 
-class Crash(BaseException):  # noqa: N818 - a kill, not an error
+class Crash(BaseException):
     """What a test's `die` raises: the process is gone from here on."""
 
 

@@ -100,7 +100,7 @@ def acquire(conn: HostSession, host: Host) -> str | None:
 def _take_over(conn: HostSession, host: Host, held: str) -> str:
     """Replace a stale lock by ours (if it still says what we read); the old holder."""
     path = shlex.quote(lock_path(host))
-    conn.run(f"[ \"$(cat {path})\" = {shlex.quote(held.rstrip(chr(10)))} ] && rm -f {path}")
+    conn.run(f'[ "$(cat {path})" = {shlex.quote(held.rstrip(chr(10)))} ] && rm -f {path}')
     result = conn.run(lock_command(host.compose_dir, lock_path(host), holder()))
     if result.exit_status != 0:
         now = conn.read_file(lock_path(host)) or "unknown holder"

@@ -15,9 +15,9 @@ from typing import Any
 
 from fleet.facts.openai_models import model_ids
 from fleet.gateways.litellm.config import parse_gateway_config
-from fleet.gateways.litellm.served import served_routes
 from fleet.gateways.litellm.imported import gateway_file
 from fleet.gateways.litellm.render import desired_entries, render_gateway_config
+from fleet.gateways.litellm.served import served_routes
 from fleet.observed.gateway_config import GatewayConfig
 from fleet.observed.models import Observation
 from fleet.spec.models import DesiredFleet
