@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fleet.errors import ApplyError, FleetError, Interrupted, PlanError
+from fleet.errors import ApplyError, FleetError, Interrupted, LockError, PlanError
 from fleet.gateways import kind_of
+from fleet.observed.findings import FindingKind
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.live_port import as_planned
 from fleet.plan.plan import Plan
@@ -63,7 +64,7 @@ def apply_plan(
     taken = take_locks(desired, connections, hosts, plan, reporter)
     try:
         done = _run(desired, connections, plan, options, reporter)
-        finish(desired, connections, hosts, plan)
+        finish(desired, connections, taken, plan)
     except Exception:  # a kill (failpoint.Crash, SIGKILL) releases nothing, as for real
         release_locks(desired, connections, taken)
         raise
@@ -75,12 +76,20 @@ def take_locks(
     desired: DesiredFleet, connections: Sessions, hosts: list[str], plan: Plan, reporter: Reporter
 ) -> list[str]:
     """Lock every host (taking over the stale lock of an apply that died on this machine)
-    and open the journal; the hosts locked, released again if one cannot be."""
+    and open the journal; the hosts locked, released again if one cannot be. A host this
+    plan does not touch but where an apply was left (a lock, an open journal) is locked
+    too when its lock can be taken over, so its journal is closed and its lock goes."""
     taken: list[str] = []
+    left = sorted(left_behind(plan) & set(desired.hosts) - set(hosts))
     try:
-        for name in hosts:
+        for name in hosts + left:
             conn, host = connections.get(name), desired.hosts[name]
-            previous = locks.acquire(conn, host)
+            try:
+                previous = locks.acquire(conn, host)
+            except LockError:
+                if name in left:
+                    continue  # held by a live apply or elsewhere: not ours to touch
+                raise
             taken.append(name)
             if previous is not None:
                 reporter.step(f"{name}: took over the lock of an apply that is gone ({previous})")
@@ -93,6 +102,12 @@ def take_locks(
         raise
     failpoint.hit("locks.taken")
     return taken
+
+
+def left_behind(plan: Plan) -> set[str]:
+    """Hosts where plan found a lock or an apply's journal left open."""
+    kinds = (FindingKind.HOST_LOCKED, FindingKind.INTERRUPTED_APPLY)
+    return {f.target for f in plan.findings if f.kind in kinds}
 
 
 def finish(desired: DesiredFleet, connections: Sessions, hosts: list[str], plan: Plan) -> None:
