@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from fleet.errors import Interrupted
+from fleet.errors import GitError, Interrupted
 from fleet.observed.findings import FindingKind
 from fleet.plan.plan import Plan
 from reconciler.host import Sessions
@@ -40,6 +40,7 @@ class ApplyRun:
     options: ApplyOptions
     reporter: Reporter
     push: bool = False
+    keep_git: bool = False  # a failed inventory commit is a line, not an error (the loop)
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,18 @@ def apply_and_commit(run: ApplyRun, plan: Plan) -> Applied:
             commit_inventory(repo, sessions, lines, run.push, plan.desired_commit, headline)
         )
         raise
-    return Applied(done, commit_inventory(repo, sessions, done, run.push, plan.desired_commit))
+    return Applied(done, _commit(run, done, plan.desired_commit))
+
+
+def _commit(run: ApplyRun, done: list[str], commit: str | None, headline: str | None = None) -> str:
+    """Commit the inventory; with `keep_git` a Git failure (the upstream moved meanwhile:
+    replayed next cycle) is said, not raised."""
+    try:
+        return commit_inventory(run.repo, run.sessions, done, run.push, commit, headline)
+    except GitError as err:
+        if not run.keep_git:
+            raise
+        return f"inventory not pushed: {err}"
 
 
 def _nothing_to_do(run: ApplyRun, plan: Plan) -> Applied:
@@ -83,5 +95,4 @@ def _nothing_to_do(run: ApplyRun, plan: Plan) -> Applied:
     release_locks(desired, run.sessions, taken)
     if not plan.drift:  # e.g. after an apply that died before committing it
         return Applied([], None)
-    note = commit_inventory(run.repo, run.sessions, [], run.push, plan.desired_commit, REFRESHED)
-    return Applied([], note)
+    return Applied([], _commit(run, [], plan.desired_commit, REFRESHED))
