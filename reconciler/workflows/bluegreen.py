@@ -69,13 +69,14 @@ def switch(
         _settle(conn, gateway, aliases, key, timeout, reporter, clock)
     except FleetError as err:
         reporter.step(f"{gateway.host}: point the front back at :{old_port}")
-        undone = _undo_front(conn, front, Endpoint(address, old_port), reporter)
-        _abandon(conn, gateway, front, new, previous, reporter)
-        where = (
-            f"the front points back at the proxy on :{old_port}"
-            if undone
-            else f"the front could not be pointed back at :{old_port}"
-        )
+        if _undo_front(conn, front, Endpoint(address, old_port), reporter):
+            _abandon(conn, gateway, front, new, previous, reporter)
+            where = f"the front points back at the proxy on :{old_port}"
+        else:  # the front may serve either proxy now: both keep running, nothing is lost
+            where = (
+                f"pointing the front back at :{old_port} failed too: both proxies keep "
+                "running, and the next apply puts the gateway right"
+            )
         raise GatewayError(
             f"through the front after the switch to :{new.port}: {err}; {where}"
         ) from err

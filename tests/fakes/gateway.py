@@ -9,7 +9,9 @@ serves, or 502 when that proxy is gone. `events` lists what happened in order; `
 notes every moment the front had no proxy behind it (what clients would see fail).
 
 Switches: `fail_start` (the next proxy start fails with that line), `chat_status` (what
-proxies started from now answer a chat), `fail_reloads` (that many reloads fail).
+proxies started from now answer a chat), `fail_reloads` (that many reloads fail),
+`front_dead` (nginx's master is gone: its port refuses, every reload fails; `refresh()`
+after setting it). Proxies also answer `/model/info` with the routes they loaded.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class FakeGateway:
         self.chat_status = 200
         self.fail_reloads = 0
         self.restart_seconds = 11.8
+        self.front_dead = False  # nginx's master is gone: nothing answers, reloads fail
         self.routed = live  # the port the front sends to (as of its last reload)
         if gateway.front is not None:
             self.host.files[gateway.front.upstream_file] = nginx.upstream_text(self.address, live)
@@ -117,6 +120,9 @@ class FakeGateway:
         return OK
 
     def _reload(self, _: str) -> CommandResult:
+        if self.front_dead:
+            self.events.append("reload failed")
+            return CommandResult(1, "", "nginx: [error] kill(2415, 1) failed (3: No such process)")
         if self.fail_reloads:
             self.fail_reloads -= 1
             self.events.append("reload failed")
@@ -146,3 +152,5 @@ class FakeGateway:
         live = self.proxies.get(self.routed)
         down = {p: [Reply(502, "<html>502 Bad Gateway</html>")] for p in ("/v1/models",)}
         self.host.routes[(self.address, self.front_port)] = live.routes() if live else down
+        if self.front_dead:
+            del self.host.routes[(self.address, self.front_port)]

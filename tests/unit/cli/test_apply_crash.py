@@ -124,10 +124,41 @@ def test_an_apply_killed_at_any_boundary_is_finished_by_the_next(
         assert front is not None
         CHANGES[change](fake)
         crash_at(fake, monkeypatch, point)
-        after = fake.fleet("plan")
-        assert after.returncode != 0 or every_alias_answers(fake, front), (point, after.stdout)
+        answers = every_alias_answers(fake, front)
+        for command in ("plan", "check"):
+            after = fake.fleet(command)
+            assert after.returncode != 0 or answers, (point, command, after.stdout)
         again = fake.fleet("apply", "--auto-approve")
         assert again.returncode == 0, (point, again.stdout + again.stderr)
         assert "took over the lock of an apply that is gone" in again.stdout, point
         assert "unlock" not in again.stdout + again.stderr
         assert_converged(fake, front)
+
+
+def test_a_dead_front_blocks_the_gateway_wave_until_it_runs_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """nginx's master gone just before the switch: plan and check say so, apply changes
+    nothing (no reload that "succeeds" then a rollback that cannot), and once the front
+    runs again a plain apply converges."""
+    fake = applied(tmp_path, monkeypatch)
+    front = fake.front
+    assert front is not None
+    config = fake.hosts["gateway"].files["/etc/litellm/config.yaml"]
+    _bluegreen(fake)
+    front.events.clear()
+    front.front_dead = True
+    front.refresh()
+    plan = fake.fleet("plan")
+    assert plan.returncode == 1, plan.stdout
+    assert "the front at http://127.0.0.13:4000 does not answer" in plan.stdout
+    assert fake.fleet("check").returncode == 2
+    refused = fake.fleet("apply", "--auto-approve")
+    assert refused.returncode == 1 and "blocker" in refused.stderr
+    assert fake.hosts["gateway"].files["/etc/litellm/config.yaml"] == config
+    assert front.events == []
+    front.front_dead = False
+    front.refresh()
+    again = fake.fleet("apply", "--auto-approve")
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert_converged(fake, front)
