@@ -220,7 +220,7 @@ def test_when_the_front_cannot_be_pointed_back_both_proxies_keep_running(
 ) -> None:
     """Every undo step that can run does; none that would leave the front with no proxy."""
     monkeypatch.setenv("LITELLM_MASTER_KEY", "sk-lab")
-    fleet, fake, sessions, clock, old, new = gateway_host()
+    fleet, fake, sessions, clock, _old, new = gateway_host()
     fake.fail_reloads = 2
     with pytest.raises(GatewayError) as caught:
         switch(fleet, sessions, new, clock)
