@@ -1,29 +1,35 @@
 """The one exception tree of fleet, raised by the core and by every adapter.
 
     FleetError                      anything fleet reports as a user-facing error
-    ├── SpecError                   desired/ cannot be loaded (YAML, schema); carries file:line
-    ├── ValidationFailed            desired/ loaded but breaks a rule; carries the problems
-    ├── FactError                   a fact could not be gathered or makes no sense
-    ├── HostError                   a host could not be reached or refused a command
+    ├── SpecError                   (permanent) desired/ cannot be loaded; carries file:line
+    ├── ValidationFailed            (permanent) desired/ loaded but breaks a rule
+    ├── FactError                   (temporary) a fact could not be gathered or makes no sense
+    ├── HostError                   (temporary) a host refused a command
     │   ├── HostUnreachable         (temporary) the network or sshd did not answer
     │   └── HostAuthError           (permanent) a host key or a client key was refused
-    ├── GatewayError                the LiteLLM gateway config or proxy misbehaved
-    ├── PlanError                   a plan cannot be made or applied (blocking problems, stale plan)
-    ├── ApplyError                  an apply step failed; `rolled_back` says what was restored
-    ├── LockError                   a host is locked by another apply
-    └── GitError                    the desired/ or inventory repository misbehaved
+    ├── GatewayError                (temporary) the gateway config or proxy misbehaved
+    ├── PlanError                   (permanent) a plan cannot be made or applied (blockers)
+    ├── ApplyError                  (temporary) an apply step failed; `rolled_back` says what
+    ├── LockError                   (temporary) a host is locked by another apply
+    └── GitError                    (temporary) the desired/ or inventory repository misbehaved
 
 Adapters map library errors at their edge with `raise FleetError(...) from err`; the
-command line is the one place that prints them and picks exit codes.
+command line is the one place that prints them and picks exit codes. `temporary` says
+what kopf's TemporaryError and PermanentError say: whether trying again later may work
+(the reconcile loop backs off exponentially) or not until a person changes something
+(the loop reports it once and stops retrying until desired/ moves).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import ClassVar
 
 
 class FleetError(Exception):
     """Base of every error fleet reports to a user as one line."""
+
+    temporary: ClassVar[bool] = True  # may work if tried again later (see the tree above)
 
     def __init__(self, message: str, *, where: str | None = None) -> None:
         super().__init__(message)
@@ -37,9 +43,13 @@ class FleetError(Exception):
 class SpecError(FleetError):
     """desired/ could not be read: bad YAML, an unknown key, a wrong type."""
 
+    temporary = False
+
 
 class ValidationFailed(FleetError):
     """desired/ was read but breaks one or more rules; `problems` holds them all."""
+
+    temporary = False
 
     def __init__(self, message: str, problems: Sequence[object]) -> None:
         super().__init__(message)
@@ -61,6 +71,8 @@ class HostUnreachable(HostError):
 class HostAuthError(HostError):
     """A host key was unknown or changed, or the client key was refused."""
 
+    temporary = False
+
 
 class GatewayError(FleetError):
     """The gateway config could not be read or written, or the proxy misbehaved."""
@@ -68,6 +80,8 @@ class GatewayError(FleetError):
 
 class PlanError(FleetError):
     """A plan cannot be made, or a saved plan no longer matches the live fleet."""
+
+    temporary = False
 
 
 class ApplyError(FleetError):

@@ -11,6 +11,7 @@ library.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Protocol
 
@@ -26,6 +27,14 @@ class Clock(Protocol):
         """Wait `seconds` on this clock."""
         ...
 
+    def wall(self) -> float:
+        """Seconds since the epoch (timestamps in events, metrics and deny windows)."""
+        ...
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Wait until `event` is set or `seconds` pass on this clock; whether it is set."""
+        ...
+
 
 class SystemClock:
     """The real clock: `time.monotonic` and `time.sleep`."""
@@ -37,6 +46,14 @@ class SystemClock:
     def sleep(self, seconds: float) -> None:
         """Block the calling thread for `seconds`."""
         time.sleep(max(seconds, 0.0))
+
+    def wall(self) -> float:
+        """`time.time()`."""
+        return time.time()
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """`event.wait(seconds)`: a stop request ends the wait at once."""
+        return event.wait(max(seconds, 0.0))
 
 
 SYSTEM_CLOCK: Clock = SystemClock()

@@ -29,6 +29,11 @@ class GatewayKind(Protocol):
     name: str
     readiness_path: str  # GET: 200 once the proxy serves
     models_path: str  # GET: the aliases it lists
+    routes_path: str  # GET: each alias it serves and the backend it routes it to
+
+    def served_routes(self, body: Any) -> dict[str, str | None] | None:
+        """alias -> api_base of a routes_path answer (None: not such an answer)."""
+        ...
 
     def parse_config(self, text: str) -> GatewayConfig:
         """Entries and fallbacks of a config text (GatewayError when unreadable)."""

@@ -13,6 +13,7 @@ from enum import StrEnum
 from fleet.base import CoreModel, Severity
 from fleet.observed.model_use import model_findings
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
+from fleet.observed.served import served_findings
 from fleet.secrets import redact, redact_url
 from fleet.spec.images import parse_image
 from fleet.spec.models import DesiredFleet, Seat
@@ -40,6 +41,10 @@ class FindingKind(StrEnum):
     BENCH_REGRESSION = "bench-regression"
     UNUSED_MODEL = "unused-model"
     MODEL_CHANGED = "model-changed"
+    GATEWAY_NOT_SERVING = "gateway-not-serving"
+    CONFIG_NOT_LIVE = "config-not-live"
+    ORPHAN_PROXY = "orphan-proxy"
+    TWO_COPIES = "two-copies"
 
 
 class Finding(CoreModel):
@@ -60,6 +65,10 @@ def find_issues(desired: DesiredFleet, observation: Observation) -> list[Finding
     for host in observation.hosts.values():
         found += _host_findings(desired, host)
     found += _gateway_findings(observation)
+    found += [
+        Finding(kind=FindingKind(k), target=t, message=m, severity=Severity.ERROR)
+        for k, t, m in served_findings(observation)
+    ]
     found += _speculative_mix(observation)
     found += _fan_in(observation)
     found += [
@@ -113,8 +122,11 @@ def _host_findings(desired: DesiredFleet, host: ObservedHost) -> Iterator[Findin
 
 
 def stale_lock(host: str, pid: int) -> str:
-    """`stale lock: pid 5665 on this machine is gone; fleet unlock tower --force`."""
-    return f"stale lock: pid {pid} on this machine is gone; fleet unlock {host} --force"
+    """`stale lock: pid 5665 on this machine is gone; the next apply takes it over`."""
+    return (
+        f"stale lock: pid {pid} on this machine is gone; the next `fleet apply` (or loop "
+        f"cycle) takes it over and finishes or undoes what it left on {host}"
+    )
 
 
 def _in_progress(holder: str) -> str:

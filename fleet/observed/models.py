@@ -7,6 +7,7 @@ Everything here is a fact read off a host; nothing is typed by hand.
 
 from __future__ import annotations
 
+import re
 from operator import is_
 from typing import Any
 
@@ -209,6 +210,24 @@ class BackendProbe(CoreModel):
     error: str | None = None
 
 
+_API_PORT = re.compile(r"^https?://[^/]+:(\d+)(?:/|$)")
+
+
+class ServedGateway(CoreModel):
+    """What the gateway serves, as asked from the gateway host: through its URL (the
+    front, if it has one) and on each proxy port; the config file is only its intention."""
+
+    url_answers: bool = Field(description="the gateway's URL answered a model list")
+    url_error: str | None = None
+    routes: dict[str, str | None] | None = Field(
+        None, description="alias -> api_base served through the URL (None: not readable)"
+    )
+    front_port: int | None = Field(None, description="the proxy port the front's file names")
+    proxies: dict[int, tuple[str, ...]] = Field(
+        default_factory=dict, description="proxy port -> the aliases it lists (those running)"
+    )
+
+
 class ObservedGateway(CoreModel):
     """The gateway's config file and its backends as the gateway host reaches them."""
 
@@ -219,6 +238,22 @@ class ObservedGateway(CoreModel):
     config_text: str | None = None
     config: GatewayConfig | None = None
     probes: dict[str, BackendProbe] = Field(default_factory=dict)
+    served: ServedGateway | None = None
+
+    def routed_ports(self, seat: str) -> set[int]:
+        """The ports the gateway routes this seat's aliases to: as served when the proxy
+        says, else as its config file says."""
+        if self.config is None:
+            return set()
+        entries = [e for e in self.config.entries if e.seat == seat and e.api_base]
+        served = self.served.routes if self.served and self.served.routes else None
+        bases = [(served or {}).get(e.alias) or e.api_base for e in entries]
+        return {port for base in bases if (port := _port(base)) is not None}
+
+
+def _port(api_base: str | None) -> int | None:
+    match = _API_PORT.match(api_base or "")
+    return int(match.group(1)) if match else None
 
 
 class Observation(CoreModel):
@@ -249,8 +284,28 @@ class Observation(CoreModel):
             index = {}
             for host in hosts:
                 for seat in host.seats:
-                    if seat.managed:
-                        index.setdefault(seat.name, (host, seat))
+                    if seat.managed and self._rather(seat, index.get(seat.name)):
+                        index[seat.name] = (host, seat)
             self._by_name.built = (hosts, index)
         found: tuple[ObservedHost, ObservedSeat] | None = index.get(name)
         return found
+
+    def _rather(self, seat: ObservedSeat, than: tuple[ObservedHost, ObservedSeat] | None) -> bool:
+        """Of two copies of one seat, the running one the gateway routes to wins."""
+        if than is None:
+            return True
+        routed = self.gateway.routed_ports(seat.name) if self.gateway else set()
+        old = than[1]
+        return (seat.container.running, seat.port in routed) > (
+            old.container.running,
+            old.port in routed,
+        )
+
+    def copies(self, name: str) -> list[tuple[ObservedHost, ObservedSeat]]:
+        """Every running managed copy of a seat (two after an interrupted surge)."""
+        return [
+            (host, seat)
+            for host in self.hosts.values()
+            for seat in host.seats
+            if seat.managed and seat.name == name and seat.container.running
+        ]

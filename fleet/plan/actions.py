@@ -26,6 +26,7 @@ class ActionKind(StrEnum):
     CREATE_SEAT = "create-seat"
     REPLACE_SEAT = "replace-seat"
     REMOVE_SEAT = "remove-seat"
+    REMOVE_COPY = "remove-copy"  # a seat's copy that is not live (an interrupted surge's)
     ADD_ALIAS = "add-alias"
     RETARGET_ALIAS = "retarget-alias"
     REMOVE_ALIAS = "remove-alias"
@@ -50,6 +51,7 @@ WAVE_OF: dict[ActionKind, Wave] = {
     ActionKind.FETCH_MODEL: Wave.MODELS,
     ActionKind.CREATE_SEAT: Wave.SEATS,
     ActionKind.REPLACE_SEAT: Wave.SEATS,
+    ActionKind.REMOVE_COPY: Wave.SEATS,
     ActionKind.ADD_ALIAS: Wave.GATEWAY,
     ActionKind.RETARGET_ALIAS: Wave.GATEWAY,
     ActionKind.REMOVE_ALIAS: Wave.GATEWAY,
@@ -90,9 +92,16 @@ class Action(CoreModel):
         return data
 
     @property
-    def sort_key(self) -> tuple[int, bool, str, str]:
-        """Waves in order; the gateway restart after every alias change of its wave."""
-        return (self.wave, self.kind is ActionKind.RESTART_GATEWAY, self.host, self.target)
+    def sort_key(self) -> tuple[int, bool, str, bool, str]:
+        """Waves in order; the gateway restart after every alias change of its wave; a
+        host's copies that are not live go before its seats start (they may hold a port)."""
+        return (
+            self.wave,
+            self.kind is ActionKind.RESTART_GATEWAY,
+            self.host,
+            self.kind is not ActionKind.REMOVE_COPY,
+            self.target,
+        )
 
 
 class NoOp(CoreModel):

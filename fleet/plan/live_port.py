@@ -32,15 +32,18 @@ def follow_live_ports(desired: DesiredFleet, observation: Observation) -> Desire
 
 
 def live_ports(observation: Observation, seat: str) -> set[int]:
-    """The ports the seat's managed, running instances serve on."""
+    """The ports the seat's managed, running instances serve on; of two copies (an
+    interrupted surge), the one the gateway routes to."""
     found = observation.seat(seat)
     if found is None:
         return set()
-    return {
+    ports = {
         s.port
         for s in found[0].seats
         if s.managed and s.name == seat and s.container.running and s.port is not None
     }
+    routed = observation.gateway.routed_ports(seat) if observation.gateway else set()
+    return ports & routed if len(ports) > 1 and ports & routed else ports
 
 
 def as_planned(desired: DesiredFleet, live_on_second: tuple[str, ...]) -> DesiredFleet:

@@ -16,7 +16,7 @@ from fleet.base import CoreModel
 from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
-from fleet.plan import blockers, fetch, fit, strategy
+from fleet.plan import blockers, fetch, fit, served, strategy
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
 from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
@@ -101,6 +101,9 @@ def make_plan(
     actions += fetch.fetch_actions(desired, observation, only_seats)
     actions += alias_actions(desired, observation, only=only_seats)
     actions += _removals(desired, observation, prune, only_seats)
+    actions += served.copy_actions(desired, observation, only_seats)
+    restart, front_blockers = served.gateway_actions(desired, observation, actions)
+    actions += restart
     if not any(a.wave is Wave.GATEWAY for a in actions) and observation.gateway is not None:
         noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))
     actions.sort(key=lambda a: a.sort_key)
@@ -113,7 +116,8 @@ def make_plan(
         actions=tuple(actions),
         noops=tuple(noops),
         blockers=tuple(blockers.find_blockers(desired, observation, actions))
-        + tuple(_surge_blockers(desired, actions)),
+        + tuple(_surge_blockers(desired, actions))
+        + tuple(front_blockers),
         findings=tuple(find_issues(desired, observation)),
         drift=drift,
         drift_diff=drift_diff,

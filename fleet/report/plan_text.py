@@ -29,6 +29,7 @@ SYMBOL = {
     ActionKind.RETARGET_ALIAS: ("~", "yellow"),
     ActionKind.RESTART_GATEWAY: ("~", "yellow"),
     ActionKind.REMOVE_SEAT: ("-", "red"),
+    ActionKind.REMOVE_COPY: ("-", "red"),
     ActionKind.REMOVE_ALIAS: ("-", "red"),
 }
 Line = tuple[str, str]  # (style, text)

@@ -71,6 +71,14 @@ class FleetMetrics:
             "when a cycle last succeeded",
             registry=r,
         )
+        self.backoff = Gauge(
+            "fleet_reconcile_backoff_seconds",
+            "how long the loop waits before its next cycle (longer after failures)",
+            registry=r,
+        )
+        self.failures = Gauge(
+            "fleet_reconcile_consecutive_failures", "cycles failed in a row", registry=r
+        )
         self.applies = Counter("fleet_apply", "applies by result", ["result"], registry=r)
         self.heals = Counter("fleet_heal", "seats healed by reason", ["seat", "reason"], registry=r)
         bench = ["seat", "host", "via"]

@@ -2,8 +2,8 @@
 
 Events are queued and sent by a daemon thread, each retried a few times with a pause;
 a full queue drops the newest event rather than wait, so a slow or dead receiver never
-blocks the reconcile loop. The URL comes from the environment (`${ENV_VAR}`) and never
-reaches any output.
+blocks the reconcile loop; its pauses wait on the loop's `Clock`. The URL comes from the
+environment (`${ENV_VAR}`) and never reaches any output.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import os
 import queue
 import re
 import threading
-import time
 import urllib.error
 import urllib.request
 from typing import Any
 
 from fleet.errors import FleetError
+from reconciler.clock import SYSTEM_CLOCK, Clock
 
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 RETRIES, PAUSE, TIMEOUT = 3, 2.0, 5.0
@@ -40,8 +40,8 @@ def webhook_url(setting: str | None) -> str | None:
 class Notifier:
     """Sends events in the background; `send` never blocks."""
 
-    def __init__(self, url: str | None) -> None:
-        self.url = url
+    def __init__(self, url: str | None, clock: Clock = SYSTEM_CLOCK) -> None:
+        self.url, self.clock = url, clock
         self.sent: list[dict[str, Any]] = []
         self.failed = 0
         self._queue: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=100)
@@ -58,9 +58,9 @@ class Notifier:
 
     def drain(self, timeout: float = 10.0) -> None:
         """Wait (bounded) until queued events are sent, e.g. before the process exits."""
-        deadline = time.monotonic() + timeout
-        while self.url and not self._queue.empty() and time.monotonic() < deadline:
-            time.sleep(0.05)
+        deadline = self.clock.monotonic() + timeout
+        while self.url and not self._queue.empty() and self.clock.monotonic() < deadline:
+            self.clock.sleep(0.05)
 
     def _work(self) -> None:
         while True:
@@ -84,5 +84,5 @@ class Notifier:
                         return True
             except (urllib.error.URLError, OSError):
                 pass
-            time.sleep(PAUSE * (attempt + 1))
+            self.clock.sleep(PAUSE * (attempt + 1))
         return False

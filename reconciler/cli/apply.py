@@ -104,11 +104,12 @@ def apply(
     ] = False,
 ) -> None:
     """Make the live fleet match desired/, behind health gates, rolling back on failure."""
-    from fleet.errors import Interrupted, PlanError
+    from fleet.errors import PlanError
     from reconciler.cli.plan import print_plan
-    from reconciler.workflows.apply import ApplyOptions, apply_plan
+    from reconciler.workflows.apply import ApplyOptions
+    from reconciler.workflows.converge import ApplyRun, apply_and_commit
     from reconciler.workflows.interrupt import catching_signals
-    from reconciler.workflows.plans import build_plan, commit_inventory, fresh_saved_plan
+    from reconciler.workflows.plans import build_plan, fresh_saved_plan
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
@@ -119,16 +120,10 @@ def apply(
             plan, _ = build_plan(repo, connections, prune=prune, seats=seat)
         print_plan(output, plan)
         refuse_dirty(plan, allow_dirty)
-        if plan.empty:
-            output.line("Nothing to do: the live fleet matches desired/.")
-            if plan.drift:  # e.g. after an apply that died before committing it
-                headline = "fleet apply: the inventory refreshed to match the live fleet"
-                note = commit_inventory(repo, connections, [], push, plan.desired_commit, headline)
-                output.line(f"The committed inventory was stale: {note}")
-            return
-        if plan.blockers:
+        if plan.blockers and not plan.empty:
             raise PlanError(f"{len(plan.blockers)} blocker(s): apply refuses this plan")
-        _confirm(plan, auto_approve)
+        if not plan.empty:
+            _confirm(plan, auto_approve)
         with catching_signals() as interrupt:
             options = ApplyOptions(
                 seat_timeout=timeout,
@@ -136,19 +131,16 @@ def apply(
                 clock=clock_of(ctx),
                 interrupt=interrupt,
             )
-            try:
-                done = apply_plan(
-                    repo.desired, connections, plan, options, TerminalReporter(output)
-                )
-            except Interrupted as stopped:
-                lines = stopped.done + [f"rolled back: {r}" for r in stopped.rolled_back]
-                headline = f"fleet apply: {stopped.message}"
-                output.line(
-                    commit_inventory(repo, connections, lines, push, plan.desired_commit, headline)
-                )
-                raise
+            reporter = TerminalReporter(output)
+            run = ApplyRun(repo, connections, options, reporter, push)
+            applied = apply_and_commit(run, plan)
+        if plan.empty:
+            output.line("Nothing to do: the live fleet matches desired/.")
+            if applied.git is not None:
+                output.line(f"The committed inventory was stale: {applied.git}")
+            return
         output.line(f"Applied: {plan.summary()}", style="green")
-        output.line(commit_inventory(repo, connections, done, push, plan.desired_commit))
+        output.line(applied.git or "")
         if interrupt.tripped:  # it came during the last step, which finished
             raise interrupt.error("the apply finished first")
 

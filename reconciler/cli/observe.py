@@ -124,19 +124,27 @@ def check(
         observation = observe_fleet(repo.desired, connections)
     if report_unreachable(output, observation):
         raise typer.Exit(1)
+    from fleet.observed.served import served_findings
     from fleet.report.inventory_text import inventory_diff, render_markdown
     from fleet.report.plan_text import live_line
     from reconciler.workflows.repo import find_drift
 
     drift = find_drift(repo, observation, worktree=True)
+    served = [f"{target}: {message}" for _, target, message in served_findings(observation)]
     if as_json:
         output.json(
             {
-                "in_sync": not drift.found,
+                "in_sync": not drift.found and not served,
                 "drift": list(drift.summary),
+                "served": served,
                 "live_commit": observation.live_commit,
             }
         )
+    elif served:  # what is served is not what was applied: not in sync, whatever the file says
+        output.line(f"live: {live_line(observation.live_commit)}")
+        for line in [*served, *drift.summary]:
+            output.line(f"  {line}")
+        output.note("not in sync: what is served differs from what was applied", style="yellow")
     elif not drift.found:
         output.line(f"in sync: the live fleet matches {path}")
         output.line(f"live: {live_line(observation.live_commit)}")
@@ -148,4 +156,4 @@ def check(
             live = render_markdown(repo.inventory(observation))
             output.raw("".join(inventory_diff(committed, live, name=str(path))))
         output.note(f"drift: the live fleet differs from {path}", style="yellow")
-    raise typer.Exit(2 if drift.found else 0)
+    raise typer.Exit(2 if drift.found or served else 0)

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from fleet.errors import ApplyError, FleetError, Interrupted, PlanError
+from fleet.errors import ApplyError, FleetError, Interrupted, LockError, PlanError
 from fleet.gateways import kind_of
+from fleet.observed.findings import FindingKind
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.live_port import as_planned
 from fleet.plan.plan import Plan
@@ -23,8 +24,8 @@ from fleet.spec.models import SECOND_COPY, DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
+from reconciler.workflows import failpoint, locks
 from reconciler.workflows import gateway as gateway_ops
-from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.drain import drain
 from reconciler.workflows.fetch import FetchOptions, apply_fetch_wave
@@ -60,30 +61,71 @@ def apply_plan(
         gateway_ops.master_key(desired.gateway)  # an unset key fails before anything changes
     desired = as_planned(desired, plan.live_on_second)
     hosts = sorted({a.host for a in plan.actions})
-    taken: list[str] = []
+    taken = take_locks(desired, connections, hosts, plan, reporter)
     try:
-        for name in hosts:
-            locks.acquire(connections.get(name), desired.hosts[name])
-            taken.append(name)
-            locks.record(
-                connections.get(name),
-                desired.hosts[name],
-                "begin",
-                summary=plan.summary(),
-                commit=plan.desired_commit or "",
-            )
         done = _run(desired, connections, plan, options, reporter)
-        for name in hosts:
+        finish(desired, connections, taken, plan)
+    except Exception:  # a kill (failpoint.Crash, SIGKILL) releases nothing, as for real
+        release_locks(desired, connections, taken)
+        raise
+    release_locks(desired, connections, taken)
+    return done
+
+
+def take_locks(
+    desired: DesiredFleet, connections: Sessions, hosts: list[str], plan: Plan, reporter: Reporter
+) -> list[str]:
+    """Lock every host (taking over the stale lock of an apply that died on this machine)
+    and open the journal; the hosts locked, released again if one cannot be. A host this
+    plan does not touch but where an apply was left (a lock, an open journal) is locked
+    too when its lock can be taken over, so its journal is closed and its lock goes."""
+    taken: list[str] = []
+    left = sorted(left_behind(plan) & set(desired.hosts) - set(hosts))
+    try:
+        for name in hosts + left:
+            conn, host = connections.get(name), desired.hosts[name]
+            try:
+                previous = locks.acquire(conn, host)
+            except LockError:
+                if name in left:
+                    continue  # held by a live apply or elsewhere: not ours to touch
+                raise
+            taken.append(name)
+            if previous is not None:
+                reporter.step(f"{name}: took over the lock of an apply that is gone ({previous})")
+                locks.record(conn, host, "recovered", holder=previous)
             locks.record(
-                connections.get(name),
-                desired.hosts[name],
-                "finished",
-                commit=plan.desired_commit or "",
+                conn, host, "begin", summary=plan.summary(), commit=plan.desired_commit or ""
             )
-        return done
-    finally:
-        for name in taken:
+    except Exception:
+        release_locks(desired, connections, taken)
+        raise
+    failpoint.hit("locks.taken")
+    return taken
+
+
+def left_behind(plan: Plan) -> set[str]:
+    """Hosts where plan found a lock or an apply's journal left open."""
+    kinds = (FindingKind.HOST_LOCKED, FindingKind.INTERRUPTED_APPLY)
+    return {f.target for f in plan.findings if f.kind in kinds}
+
+
+def finish(desired: DesiredFleet, connections: Sessions, hosts: list[str], plan: Plan) -> None:
+    """Close every host's journal: the desired/ commit is live."""
+    for name in hosts:
+        locks.record(
+            connections.get(name), desired.hosts[name], "finished", commit=plan.desired_commit or ""
+        )
+    failpoint.hit("apply.finished")
+
+
+def release_locks(desired: DesiredFleet, connections: Sessions, taken: list[str]) -> None:
+    """Drop the locks taken; one that cannot be dropped does not keep the others."""
+    for name in taken:
+        try:
             locks.release(connections.get(name), desired.hosts[name])
+        except FleetError:
+            continue
 
 
 def _run(
@@ -135,9 +177,12 @@ def _run(
         reporter.step(f"failed: {failure}; rolling back")
         restored = rollback(desired, connections, undo, options, reporter)
         for name in sorted({a.host for a in plan.actions}):
-            locks.record(
-                connections.get(name), desired.hosts[name], "rolled-back", cause=str(failure)
-            )
+            try:
+                locks.record(
+                    connections.get(name), desired.hosts[name], "rolled-back", cause=str(failure)
+                )
+            except FleetError as err:
+                restored.append(f"journal on {name} not written: {err}")
         if isinstance(failure, Interrupted):
             raise interrupt.error(
                 "rolled back what this apply changed", rolled_back=restored
@@ -199,20 +244,30 @@ def _apply_gateway(
         raise ApplyError(f"{gateway.config_path} vanished from {gateway.host}")
     moved = [a.target for a in group if a.kind in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS)]
     text = kind_of(gateway).render_config(current, desired, only_seats)
-    if undo.surged and text == current:  # a surge moved these aliases with its seat
+    if not moved and all(a.kind is ActionKind.RESTART_GATEWAY for a in group):
+        moved = [alias for s in desired.seats.values() for alias in s.aliases]  # recovery
+    if undo.surged and text == current and not _needs_restart(group, undo):
         reporter.step(f"{gateway.host}: {gateway.config_path} already says so (a surge moved it)")
     else:
         reporter.step(f"{gateway.host}: edit {gateway.config_path}")
-        previous = gateway_ops.switch_config(
+        if undo.gateway_previous is None:  # before anything changes: the rollback's text
+            undo.gateway_previous = current
+        gateway_ops.switch_config(
             connections, desired, text, moved, options.gateway_timeout, reporter, options.clock
         )
-        if undo.gateway_previous is None:
-            undo.gateway_previous = previous
     return [
         f"{a.kind.value.replace('-', ' ')} {a.target}"
         for a in group
         if a.kind is not ActionKind.RESTART_GATEWAY
     ]
+
+
+def _needs_restart(group: list[Action], undo: Undo) -> bool:
+    """A restart planned for what is served (not only for the aliases a surge moved)."""
+    return any(
+        a.kind is ActionKind.RESTART_GATEWAY and not a.reasons[0].startswith("load the edited")
+        for a in group
+    )
 
 
 def _apply_removals(
@@ -241,6 +296,7 @@ def _apply_removals(
             current = runtime.snapshot(conn, host)
             runtime.write_seats(conn, desired, host, current, dict.fromkeys(instances))
             locks.record(conn, host, "remove-seat", target=action.target)
+            failpoint.hit("removals.removed")
             done.append(f"remove seat {action.target} on {host_name}")
     return done
 
@@ -264,7 +320,7 @@ def rollback(
         for service in undo.created[host_name]:
             reporter.step(f"{host_name}: remove new seat {service}")
             _try(restored, runtime.remove_seat, conn, desired, host, service)
-        runtime.restore(conn, host, previous)
+        _try(restored, runtime.restore, conn, host, previous)
         restored.append(f"{runtime_for(host).RESTORED} on {host_name}")
         for container in undo.adopted[host_name]:
             reporter.step(f"{host_name}: start the hand-made container {container} again")
@@ -295,6 +351,13 @@ def _restore_gateway(
     reporter: Reporter,
 ) -> str:
     """Put the previous config live again, as it went live (blue/green or in place)."""
+    gateway = desired.gateway
+    assert gateway is not None
+    try:
+        if connections.get(gateway.host).read_file(gateway.config_path) == previous:
+            return "gateway config (the failed switch had put it back)"
+    except FleetError as err:
+        return f"gateway config not restored: {err}"
     reporter.step("put the previous gateway config back")
     try:
         gateway_ops.switch_config(
@@ -305,7 +368,7 @@ def _restore_gateway(
     return "gateway config"
 
 
-def _try(notes: list[str], step: Callable[..., None], *args: object) -> None:
+def _try(notes: list[str], step: Callable[..., object], *args: object) -> None:
     """Run one rollback step; a failure is noted, and the rollback goes on."""
     try:
         step(*args)

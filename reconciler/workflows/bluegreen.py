@@ -23,8 +23,10 @@ import shlex
 from fleet.errors import FleetError, GatewayError
 from fleet.gateways import kind_of, nginx
 from fleet.spec.models import Gateway, GatewayFront
+from reconciler.adapters.http import request_via
 from reconciler.clock import Clock
 from reconciler.host import HostSession
+from reconciler.workflows import failpoint
 from reconciler.workflows.proxy import (
     POLL,
     Endpoint,
@@ -54,6 +56,7 @@ def switch(
     assert front is not None
     address = front.proxy_address or url_endpoint(gateway).address
     old_port = live_port(conn, front)
+    front_answers(conn, gateway)
     new = Endpoint(address, nginx.other_port(front.proxy_ports, old_port))
     began = clock.monotonic()
     _start_new(
@@ -62,18 +65,40 @@ def switch(
     reporter.step(f"{gateway.host}: point the front at the proxy on :{new.port} (was :{old_port})")
     try:
         point_front(conn, front, new)
+        failpoint.hit("gateway.front_switched")
         _settle(conn, gateway, aliases, key, timeout, reporter, clock)
     except FleetError as err:
         reporter.step(f"{gateway.host}: point the front back at :{old_port}")
-        _undo_front(conn, front, Endpoint(address, old_port))
-        _abandon(conn, gateway, front, new, previous, reporter)
+        if _undo_front(conn, front, Endpoint(address, old_port), reporter):
+            _abandon(conn, gateway, front, new, previous, reporter)
+            where = f"the front points back at the proxy on :{old_port}"
+        else:  # the front may serve either proxy now: both keep running, nothing is lost
+            where = (
+                f"pointing the front back at :{old_port} failed too: both proxies keep "
+                "running, and the next apply puts the gateway right"
+            )
         raise GatewayError(
-            f"through the front after the switch to :{new.port}: {err}; "
-            f"the front points back at the proxy on :{old_port}"
+            f"through the front after the switch to :{new.port}: {err}; {where}"
         ) from err
     reporter.step(f"{gateway.host}: stop the old proxy on :{old_port}")
     _stop(conn, front, old_port, reporter)
+    failpoint.hit("gateway.old_stopped")
     return clock.monotonic() - began
+
+
+def front_answers(conn: HostSession, gateway: Gateway) -> None:
+    """GatewayError unless the front answers on the gateway's URL: a front whose process
+    is gone cannot be reloaded onto the new proxy, so the switch must not begin."""
+    url = url_endpoint(gateway)
+    try:
+        request_via(
+            conn, url.address, url.port, "GET", kind_of(gateway).readiness_path, timeout=5.0
+        )
+    except FleetError as err:
+        raise GatewayError(
+            f"the front at {gateway.url} does not answer ({err.message}): it cannot be "
+            "switched to a new proxy; nothing was changed"
+        ) from err
 
 
 def _settle(
@@ -140,13 +165,16 @@ def _start_new(
 ) -> None:
     """Steps 1-2: the new proxy runs the new config and serves every changed alias."""
     _run(conn, _with_port(front.stop, new.port), "stop of a leftover proxy", _stop_bound(front))
-    upload_config(conn, gateway, new_text)
     reporter.step(f"{gateway.host}: start a proxy with the new config on :{new.port}")
     try:
+        upload_config(conn, gateway, new_text)
+        failpoint.hit("gateway.config_written")
         _run(conn, _with_port(front.start, new.port), "proxy start", timeout + 60.0)
         wait_ready(conn, kind_of(gateway), new, timeout, clock)
+        failpoint.hit("gateway.proxy_started")
         reporter.step(f"{gateway.host}: verify {len(aliases)} alias(es) on :{new.port}")
         verify_aliases(conn, gateway, new, aliases, key, timeout, reporter, clock)
+        failpoint.hit("gateway.proxy_verified")
     except FleetError as err:
         _abandon(conn, gateway, front, new, previous, reporter)
         raise GatewayError(
@@ -162,17 +190,24 @@ def _abandon(
     previous: str,
     reporter: Reporter,
 ) -> None:
-    """Stop the new proxy and put the previous config text back."""
+    """Stop the new proxy and put the previous config text back: each step runs even when
+    the other fails, and a failure is reported."""
     reporter.step(f"{gateway.host}: stop the new proxy on :{new.port}, previous config back")
-    conn.write_file_atomic(gateway.config_path, previous)
+    try:
+        conn.write_file_atomic(gateway.config_path, previous)
+    except FleetError as err:
+        reporter.step(f"{gateway.host}: could not put the previous config back: {err}")
     _stop(conn, front, new.port, reporter)
 
 
-def _undo_front(conn: HostSession, front: GatewayFront, old: Endpoint) -> None:
+def _undo_front(conn: HostSession, front: GatewayFront, old: Endpoint, reporter: Reporter) -> bool:
+    """Point the front back at the old proxy; False (reported) when that fails."""
     try:
         point_front(conn, front, old)
     except FleetError as err:
-        raise GatewayError(f"pointing the front back at {old} failed: {err}") from err
+        reporter.step(f"{conn.name}: pointing the front back at {old} failed: {err}")
+        return False
+    return True
 
 
 def _stop(conn: HostSession, front: GatewayFront, port: int, reporter: Reporter) -> None:

@@ -1,11 +1,15 @@
 """Per-host apply locks and the apply journal, both files in the host's compose directory.
 
-A lock is created atomically on the host (the shell's noclobber: `set -C`), holding who
-took it, with which command and when; a second apply on a locked host fails with that
-information, and `fleet unlock HOST --force` removes it; a lock whose holder ran on this
-machine and whose pid is gone is called stale instead (`gone_pid`). The journal is a
-JSON-lines file of completed steps; an interrupted apply leaves it open, and `fleet plan`
-says so.
+A lock is created atomically on the host: the holder line (who, which machine and boot,
+pid, command, when) is written to a temporary file, then hard-linked to the lock's name,
+which fails if a lock exists; a write that fails (a full disk) fails with the host's own
+error and leaves no file behind. A second apply on a locked host fails naming the holder.
+A lock whose holder ran on this machine and is gone (its pid is gone, or the machine
+booted since: `gone_pid`) is stale: the next apply or loop cycle takes it over
+(`acquire` returns the old holder line) and recovers from what is live. A lock held by
+another machine or a live process is removed only by `fleet unlock HOST --force`. The
+journal is a JSON-lines file of completed steps; an interrupted apply leaves it open, and
+`fleet plan` says so.
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ from pathlib import Path
 
 from fleet import names, secrets
 from fleet.errors import LockError
-from fleet.observed.findings import stale_lock
 from fleet.spec.models import Host
 from reconciler.host import HostSession
 
-HOLDER = re.compile(r"^\S+@(?P<machine>\S+) pid (?P<pid>\d+) ")
+HOLDER = re.compile(r"^\S+@(?P<machine>\S+) pid (?P<pid>\d+) (?:boot (?P<boot>[\w-]+) )?")
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
+HELD = 3  # the lock command's exit status when a lock exists
 
 
 def lock_path(host: Host) -> str:
@@ -43,26 +48,64 @@ def holder() -> str:
     """One line saying who is applying: user@machine, pid, command, time."""
     now = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     command = " ".join(os.path.basename(a) if i == 0 else a for i, a in enumerate(sys.argv))
-    return f"{getpass.getuser()}@{socket.gethostname()} pid {os.getpid()} `{command}` since {now}"
+    boot = f"boot {_boot_id()} " if _boot_id() else ""
+    user, machine = getpass.getuser(), socket.gethostname()
+    return f"{user}@{machine} pid {os.getpid()} {boot}`{command}` since {now}"
 
 
-def acquire(conn: HostSession, host: Host) -> None:
-    """Take the host's lock, or LockError naming who holds it."""
-    path = shlex.quote(lock_path(host))
-    directory = shlex.quote(host.compose_dir)
-    result = conn.run(
-        f"mkdir -p {directory} && (set -C; printf '%s\\n' "
-        f"{shlex.quote(holder())} > {path}) 2>/dev/null"
+def _boot_id() -> str:
+    try:
+        return BOOT_ID.read_text().strip()
+    except OSError:
+        return ""
+
+
+def lock_command(directory: str, path: str, line: str) -> str:
+    """Create `path` holding `line` at once, or exit HELD if it exists; any other failure
+    exits non-zero with the host's own error, leaving no file behind."""
+    temporary = shlex.quote(f"{path}.{os.getpid()}.tmp")
+    path = shlex.quote(path)
+    return (
+        f"mkdir -p {shlex.quote(directory)} && "
+        f"{{ printf '%s\\n' {shlex.quote(line)} > {temporary} || "
+        f"{{ rm -f {temporary}; exit 1; }}; }} && "
+        f"{{ ln {temporary} {path} 2>/dev/null; rc=$?; rm -f {temporary}; "
+        f"[ $rc = 0 ] || {{ [ -e {path} ] && exit {HELD}; "
+        f"echo 'cannot link the lock into place' >&2; exit 1; }}; }}"
     )
-    if result.exit_status != 0:
-        held = conn.read_file(lock_path(host)) or "unknown holder"
-        if (pid := gone_pid(held)) is not None:
-            raise LockError(stale_lock(host.name, pid), where=host.name)
+
+
+def acquire(conn: HostSession, host: Host) -> str | None:
+    """Take the host's lock; the holder line of a stale lock it took over (None if the
+    host was free), or LockError naming who holds it (or why it cannot be created)."""
+    result = conn.run(lock_command(host.compose_dir, lock_path(host), holder()))
+    if result.exit_status == 0:
+        return None
+    if result.exit_status != HELD:
+        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
         raise LockError(
-            f"{host.name} is locked by {held.strip()}; if that apply is gone, "
-            f"run `fleet unlock {host.name} --force`",
+            f"cannot create the lock {lock_path(host)} on {host.name}: {reason[-1]}",
             where=host.name,
         )
+    held = conn.read_file(lock_path(host)) or ""
+    if gone_pid(held) is not None:
+        return _take_over(conn, host, held)
+    raise LockError(
+        f"{host.name} is locked by {held.strip() or 'unknown holder'}; if that apply is "
+        f"gone, run `fleet unlock {host.name} --force`",
+        where=host.name,
+    )
+
+
+def _take_over(conn: HostSession, host: Host, held: str) -> str:
+    """Replace a stale lock by ours (if it still says what we read); the old holder."""
+    path = shlex.quote(lock_path(host))
+    conn.run(f'[ "$(cat {path})" = {shlex.quote(held.rstrip(chr(10)))} ] && rm -f {path}')
+    result = conn.run(lock_command(host.compose_dir, lock_path(host), holder()))
+    if result.exit_status != 0:
+        now = conn.read_file(lock_path(host)) or "unknown holder"
+        raise LockError(f"{host.name} is locked by {now.strip()}", where=host.name)
+    return held.strip()
 
 
 def release(conn: HostSession, host: Host) -> None:
@@ -96,12 +139,15 @@ def break_lock(conn: HostSession, host: Host, *, force: bool) -> str | None:
 
 
 def gone_pid(held: str) -> int | None:
-    """The pid of a lock holder that ran on this machine and is gone; None when it ran
-    elsewhere, still runs, or the holder line is not fleet's."""
+    """The pid of a lock holder that ran on this machine and is gone (its pid is gone, or
+    the machine booted since); None when it ran elsewhere, still runs, or the holder line
+    is not fleet's."""
     match = HOLDER.match(held.strip())
     if match is None or match["machine"] != socket.gethostname():
         return None
     pid = int(match["pid"])
+    if match["boot"] and _boot_id() and match["boot"] != _boot_id():
+        return pid
     return None if pid == os.getpid() or _alive(pid) else pid
 
 

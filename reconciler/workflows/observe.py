@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 
 from fleet.errors import FleetError
 from fleet.facts.openai_models import model_ids
-from fleet.gateways import kind_of
+from fleet.gateways import kind_of, nginx
 from fleet.observed.assemble import assemble_host
 from fleet.observed.model_use import to_rehash
 from fleet.observed.models import (
@@ -26,6 +26,7 @@ from fleet.observed.models import (
     Observation,
     ObservedGateway,
     ObservedHost,
+    ServedGateway,
 )
 from fleet.render import model_fetch
 from fleet.render.model_fetch import temporary_path
@@ -142,6 +143,56 @@ def observe_gateway(gateway: Gateway, connections: Sessions) -> ObservedGateway:
         config_text=text,
         config=config,
         probes=probes,
+        served=observe_served(conn, gateway),
+    )
+
+
+def observe_served(conn: HostSession, gateway: Gateway) -> ServedGateway:
+    """What the gateway serves through its URL, where its front points, and what each
+    proxy port lists: asked from the gateway host, as clients and the front reach them."""
+    from reconciler.workflows.gateway import master_key  # its writers pull in ruamel
+    from reconciler.workflows.proxy import url_endpoint
+
+    kind = kind_of(gateway)
+    try:
+        headers = kind.headers(master_key(gateway))
+    except FleetError:
+        headers = {}  # no key here: the model list may refuse, the front still answers
+    url = url_endpoint(gateway)
+    try:
+        listed = request_via(
+            conn, url.address, url.port, "GET", kind.models_path, headers=headers, timeout=5.0
+        )
+    except FleetError as err:
+        return ServedGateway(url_answers=False, url_error=err.message)
+    if listed.status >= 500 or listed.status == 404:
+        return ServedGateway(url_answers=False, url_error=f"HTTP {listed.status}")
+    routes = None
+    if listed.status == 200:
+        reply = request_via(
+            conn, url.address, url.port, "GET", kind.routes_path, headers=headers, timeout=5.0
+        )
+        routes = kind.served_routes(reply.json()) if reply.status == 200 else None
+        if routes is None:
+            routes = dict.fromkeys(sorted(kind.listed(listed.json())))
+    front = gateway.front
+    if front is None:
+        return ServedGateway(url_answers=True, routes=routes)
+    address = front.proxy_address or url.address
+    proxies = {}
+    for port in front.proxy_ports:
+        try:
+            reply = request_via(
+                conn, address, port, "GET", kind.models_path, headers=headers, timeout=5.0
+            )
+        except FleetError:
+            continue
+        proxies[port] = tuple(sorted(kind.listed(reply.json()))) if reply.status == 200 else ()
+    return ServedGateway(
+        url_answers=True,
+        routes=routes,
+        front_port=nginx.live_port(conn.read_file(front.upstream_file)),
+        proxies=proxies,
     )
 
 

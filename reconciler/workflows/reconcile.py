@@ -14,7 +14,6 @@ progress finishes, and its locks are released, before the loop exits.
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
@@ -23,10 +22,10 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from fleet.engines import engine_load
-from fleet.errors import ApplyError, FleetError, GitError
+from fleet.errors import ApplyError, FleetError
 from fleet.facts.engine_metrics import EngineLoad
 from fleet.plan.plan import Plan
-from fleet.plan.reconcile import Attempts, LoadSample, Move, decide, stuck
+from fleet.plan.reconcile import Attempts, LoadSample, Move, backoff, decide, stuck
 from fleet.spec.models import DesiredFleet
 from reconciler.adapters.connections import Connections
 from reconciler.adapters.git import changed_since, head_commit, sync_upstream
@@ -36,10 +35,11 @@ from reconciler.adapters.webhook import Notifier, webhook_url
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for
-from reconciler.workflows.apply import ApplyOptions, apply_plan
+from reconciler.workflows.apply import ApplyOptions, left_behind
+from reconciler.workflows.converge import ApplyRun, apply_and_commit
 from reconciler.workflows.desired import require_valid
 from reconciler.workflows.loop_bench import ScheduledBench
-from reconciler.workflows.plans import build_plan, commit_inventory
+from reconciler.workflows.plans import build_plan
 from reconciler.workflows.repo import FleetRepo
 from reconciler.workflows.seats import seat_address
 
@@ -89,26 +89,57 @@ class Reconciler:
     clock: Clock = SYSTEM_CLOCK
     bench: ScheduledBench | None = None
     applied: bool = False
+    failures: int = 0  # cycles failed in a row
+    permanent: str | None = None  # the permanent error last reported
 
     def run(self) -> None:
-        """Cycle every interval until asked to stop."""
+        """Cycle until asked to stop: every interval, longer after failures."""
         while not self.stop.is_set():
             self.cycle()
-            self.stop.wait(self.options.interval)
+            self.clock.wait(self.stop, self.next_wait())
+
+    def next_wait(self) -> float:
+        """The interval; after temporary failures in a row, exponentially more (capped)."""
+        if self.failures == 0 or self.permanent is not None:
+            return self.options.interval
+        return max(backoff(self.failures, self.options.interval), self.options.interval)
 
     def cycle(self) -> int:
         """One cycle; plan's exit code (0 in sync, 2 pending, 1 error)."""
-        started = time.monotonic()
+        started = self.clock.monotonic()
         try:
             code = self._cycle()
         except FleetError as err:
-            self.events.emit("error", message=str(err))
+            self._failed(err)
             code = 1
-        self.metrics.duration.set(time.monotonic() - started)
-        self.metrics.heartbeat = time.time()
+        else:
+            self.failures, self.permanent = 0, None
+        self.metrics.duration.set(self.clock.monotonic() - started)
+        self.metrics.heartbeat = self.clock.wall()
+        self.metrics.failures.set(self.failures)
+        self.metrics.backoff.set(self.next_wait())
         if code != 1:
-            self.metrics.last_success.set(time.time())
+            self.metrics.last_success.set(self.clock.wall())
         return code
+
+    def _failed(self, err: FleetError) -> None:
+        """Count the failure; a temporary one backs the loop off, a permanent one is
+        reported once and not retried as if time could fix it."""
+        self.failures += 1
+        if err.temporary:
+            self.permanent = None
+            wait = self.next_wait()
+            self.events.emit("error", message=str(err), temporary=True, retry_in=round(wait))
+            return
+        if str(err) != self.permanent:
+            self.events.emit(
+                "error",
+                message=str(err),
+                temporary=False,
+                action="stopped: nothing is retried until desired/ or the hosts change",
+            )
+            self._notify("error", message=str(err))
+        self.permanent = str(err)
 
     def _cycle(self) -> int:
         state, detail = sync_upstream(self.desired_dir, _generated(self.desired_dir))
@@ -120,7 +151,7 @@ class Reconciler:
         fleet, _ = require_valid(self.desired_dir)
         repo = FleetRepo(root=self.desired_dir, desired=fleet, warnings=[])
         if self.notifier is None:
-            self.notifier = Notifier(webhook_url(fleet.settings.reconcile.webhook_url))
+            self.notifier = Notifier(webhook_url(fleet.settings.reconcile.webhook_url), self.clock)
         self.bench = self.bench or ScheduledBench(self.clock)
         with self.open_sessions(fleet) as sessions:
             plan, observation = build_plan(repo, sessions, prune=self.options.prune)
@@ -134,6 +165,8 @@ class Reconciler:
             self.metrics.record_cycle(plan, observation, bands, loads, *bench)
             if self.stop.is_set():
                 return 2 if plan.actions else 0
+            if not plan.actions and self.options.auto_apply and left_behind(plan) and not hold:
+                self._close_left(repo, sessions, plan)
             self._watchdog(repo, sessions, observation, hold)
             self.applied = False
             code = self._act(repo, sessions, plan, observation.live_commit, hold)
@@ -157,8 +190,8 @@ class Reconciler:
             pending=bool(plan.actions),
             new_commit=changed_since(self.desired_dir, live),
             settings=repo.desired.settings.reconcile,
-            now=datetime.now(UTC),
-            clock=time.monotonic(),
+            now=datetime.fromtimestamp(self.clock.wall(), UTC),
+            clock=self.clock.monotonic(),
             hold=hold or self._blocked(plan),
             auto_apply=self.options.auto_apply,
             self_heal=self.options.self_heal,
@@ -185,16 +218,24 @@ class Reconciler:
             return None
         return "blockers: " + "; ".join(f"{b.target}: {b.message}" for b in plan.blockers)
 
+    def _run(self, repo: FleetRepo, sessions: Sessions) -> ApplyRun:
+        options = ApplyOptions(seat_timeout=self.options.seat_timeout, clock=self.clock)
+        return ApplyRun(repo, sessions, options, _Steps(self.events), self.push, keep_git=True)
+
+    def _close_left(self, repo: FleetRepo, sessions: Sessions, plan: Plan) -> None:
+        """Nothing to do, but an apply died here: take its lock, close its journal."""
+        applied = apply_and_commit(self._run(repo, sessions), plan)
+        self.events.emit("recovered", hosts=sorted(left_behind(plan)), git=applied.git)
+
     def _apply(
         self, repo: FleetRepo, sessions: Sessions, plan: Plan, commit: str | None, move: Move
     ) -> int:
         self.applied = True
-        options = ApplyOptions(seat_timeout=self.options.seat_timeout, clock=self.clock)
         try:
-            done = apply_plan(repo.desired, sessions, plan, options, _Steps(self.events))
+            applied = apply_and_commit(self._run(repo, sessions), plan)
         except ApplyError as err:
             failures = (self.attempts.failures if self.attempts else 0) + 1
-            self.attempts = Attempts(commit or "", failures, time.monotonic())
+            self.attempts = Attempts(commit or "", failures, self.clock.monotonic())
             self.metrics.applies.labels("rolled-back").inc()
             self.events.emit("apply-failed", cause=str(err), failures=failures, commit=commit)
             self._notify("apply-rolled-back", cause=str(err), commit=commit)
@@ -204,11 +245,8 @@ class Reconciler:
         if move is Move.HEAL:
             for action in plan.actions:
                 self.metrics.heals.labels(action.target, "drift").inc()
-        try:
-            message = commit_inventory(repo, sessions, done, push=self.push, applied=commit)
-        except GitError as err:  # e.g. the upstream moved meanwhile: replayed next cycle
-            message = f"inventory not pushed: {err}"
-        self.events.emit("applied", move=move.value, done=done, commit=commit, git=message)
+        done = applied.done
+        self.events.emit("applied", move=move.value, done=done, commit=commit, git=applied.git)
         self._notify("apply-succeeded" if move is Move.APPLY else "heal", done=done, commit=commit)
         return 0
 
@@ -234,7 +272,7 @@ class Reconciler:
                 continue
             loads[name] = engine_load(reply.body)
             seen = self.samples.setdefault(name, [])
-            seen.append(LoadSample(time.monotonic(), loads[name]))
+            seen.append(LoadSample(self.clock.monotonic(), loads[name]))
             del seen[:-50]
         return loads
 
@@ -245,7 +283,9 @@ class Reconciler:
         if not self.options.watchdog or hold or settings.suspend:
             return
         for name, seen in self.samples.items():
-            recent = self.restarted.get(name, -1e18) > time.monotonic() - 3 * settings.stuck_after
+            recent = (
+                self.restarted.get(name, -1e18) > self.clock.monotonic() - 3 * settings.stuck_after
+            )
             found = observation.seat(name)
             if recent or found is None or not stuck(seen, settings.stuck_after):
                 continue
@@ -258,14 +298,14 @@ class Reconciler:
             )
             spec = repo.desired.hosts[host.name]
             adapter_for(spec).restart(sessions.get(host.name), spec, live.container.name)
-            self.restarted[name] = time.monotonic()
+            self.restarted[name] = self.clock.monotonic()
             self.samples[name] = []
             self.metrics.heals.labels(name, "stuck").inc()
             self._notify("watchdog-restart", seat=name, host=host.name)
 
     def _notify(self, event: str, **fields: Any) -> None:
         if self.notifier is not None:
-            stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+            stamp = datetime.fromtimestamp(self.clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
             self.notifier.send({"event": event, "at": stamp, **fields})
 
 

@@ -23,7 +23,7 @@ from fleet.spec.models import DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
-from reconciler.workflows import locks
+from reconciler.workflows import failpoint, locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.interrupt import Interrupt
 from reconciler.workflows.surge import surge_seat
@@ -102,15 +102,19 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
     host, conn = desired.hosts[host_name], run.sessions.get(host_name)
     runtime = adapter_for(host)
     current = runtime.snapshot(conn, host)
+    run.undo.composes[host_name] = current
+    done = [_remove_copy(run, host_name, a) for a in group if a.kind is ActionKind.REMOVE_COPY]
+    group = [a for a in group if a.kind is not ActionKind.REMOVE_COPY]
     services: dict[str, dict[str, Any] | None] = {
         desired.instance_name(a.target): seat_ops.rendered(desired, a.target)
         for a in group
         if a.strategy != "surge"
     }
     reporter.step(f"{host_name}: upload {runtime.describe(host)}")
-    runtime.write_seats(conn, desired, host, current, services)
-    run.undo.composes[host_name] = current
-    done = []
+    runtime.write_seats(
+        conn, desired, host, runtime.snapshot(conn, host) if done else current, services
+    )
+    failpoint.hit("seat.written")
     for action in group:
         check_stop(run, host_name)
         if action.strategy == "surge":
@@ -118,6 +122,19 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
         else:
             done.append(_start_seat(run, host_name, action))
     return done
+
+
+def _remove_copy(run: WaveRun, host_name: str, action: Action) -> str:
+    """Remove a seat's copy the gateway does not route to (an interrupted surge's)."""
+    host, conn = run.desired.hosts[host_name], run.sessions.get(host_name)
+    runtime = adapter_for(host)
+    run.reporter.step(f"{host_name}: remove {action.target}: {action.reasons[0]}")
+    runtime.remove_seat(conn, run.desired, host, action.target)
+    runtime.write_seats(
+        conn, run.desired, host, runtime.snapshot(conn, host), {action.target: None}
+    )
+    locks.record(conn, host, "remove-copy", target=action.target)
+    return f"remove copy {action.target} on {host_name}"
 
 
 def _start_seat(run: WaveRun, host_name: str, action: Action) -> str:
@@ -136,6 +153,7 @@ def _start_seat(run: WaveRun, host_name: str, action: Action) -> str:
         hand_made(host).stop_hand_made(conn, action.adopts)
     started = run.clock.monotonic()
     runtime.start_seat(conn, desired, host, instance)
+    failpoint.hit("seat.started")
     verdict = seat_ops.wait_healthy(
         run.sessions,
         desired,
@@ -147,6 +165,7 @@ def _start_seat(run: WaveRun, host_name: str, action: Action) -> str:
     if verdict.state is not HealthState.HEALTHY:
         raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
     reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
+    failpoint.hit("seat.healthy")
     if action.adopts is not None:
         reporter.step(f"{host_name}: remove hand-made container {action.adopts}")
         hand_made(host).remove_hand_made(conn, action.adopts)

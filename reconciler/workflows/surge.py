@@ -21,8 +21,8 @@ from fleet.gateways import kind_of
 from fleet.plan.health import HealthState
 from fleet.spec.models import DesiredFleet
 from reconciler.runtimes import adapter_for
+from reconciler.workflows import failpoint, locks
 from reconciler.workflows import gateway as gateway_ops
-from reconciler.workflows import locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.drain import drain
 from reconciler.workflows.wave_run import WaveRun, check_stop, waiting_for
@@ -42,6 +42,7 @@ def surge_seat(run: WaveRun, host_name: str, seat: str) -> str:
     run.undo.created[host_name].append(new)
     started = run.clock.monotonic()
     runtime.start_seat(conn, after, host, new)
+    failpoint.hit("surge.started")
     verdict = seat_ops.wait_healthy(
         run.sessions,
         after,
@@ -57,8 +58,10 @@ def surge_seat(run: WaveRun, host_name: str, seat: str) -> str:
         )
     seconds = f"{run.clock.monotonic() - started:.1f}"
     reporter.step(f"{host_name}: seat {seat} healthy on port {new_port}: {verdict.reason}")
+    failpoint.hit("surge.healthy")
     check_stop(run, host_name)
     move_aliases(run, after, seat)
+    failpoint.hit("surge.aliases_moved")
     reporter.step(f"{host_name}: drain seat {seat} on port {old_port}")
     if not drain(conn, host, seat, run.drain_timeout, reporter, port=old_port, clock=run.clock):
         reporter.step(f"{host_name}: seat {seat} on port {old_port} still busy after the bound")
@@ -66,6 +69,7 @@ def surge_seat(run: WaveRun, host_name: str, seat: str) -> str:
     runtime.remove_seat(conn, desired, host, old)
     run.undo.replaced[host_name].append(old)
     runtime.write_seats(conn, after, host, runtime.snapshot(conn, host), {old: None})
+    failpoint.hit("surge.old_removed")
     run.undo.surged.append(seat)
     locks.record(
         conn, host, "replace-seat", target=seat, seconds=seconds, how="surge", port=str(new_port)
@@ -86,8 +90,8 @@ def move_aliases(run: WaveRun, after: DesiredFleet, seat: str) -> None:
             raise ApplyError(f"{gateway.config_path} vanished from {gateway.host}")
         text = kind_of(gateway).render_config(current, after, frozenset({seat}))
         run.reporter.step(f"{gateway.host}: move {', '.join(aliases)} to seat {seat}'s new copy")
-        previous = gateway_ops.switch_config(
+        if run.undo.gateway_previous is None:  # before anything changes: the rollback's text
+            run.undo.gateway_previous = current
+        gateway_ops.switch_config(
             run.sessions, after, text, aliases, run.gateway_timeout, run.reporter, run.clock
         )
-        if run.undo.gateway_previous is None:
-            run.undo.gateway_previous = previous

@@ -9,8 +9,11 @@ a proxy comes up).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+EPOCH = 1_796_083_200.0  # 2026-12-01T00:00:00Z, what `wall` reads at `now` 0
 
 
 @dataclass
@@ -31,6 +34,16 @@ class FakeClock:
         self.now += max(seconds, 0.0)
         if self.on_sleep is not None:
             self.on_sleep(self.now)
+
+    def wall(self) -> float:
+        """Seconds since the epoch: `EPOCH` + `now`."""
+        return EPOCH + self.now
+
+    def wait(self, event: threading.Event, seconds: float) -> bool:
+        """Whether `event` is set; if not, sleep `seconds` first (on this clock)."""
+        if not event.is_set():
+            self.sleep(seconds)
+        return event.is_set()
 
     @property
     def waited(self) -> float:

@@ -9,13 +9,15 @@ serves, or 502 when that proxy is gone. `events` lists what happened in order; `
 notes every moment the front had no proxy behind it (what clients would see fail).
 
 Switches: `fail_start` (the next proxy start fails with that line), `chat_status` (what
-proxies started from now answer a chat), `fail_reloads` (that many reloads fail).
+proxies started from now answer a chat), `fail_reloads` (that many reloads fail),
+`front_dead` (nginx's master is gone: its port refuses, every reload fails; `refresh()`
+after setting it). Proxies also answer `/model/info` with the routes they loaded.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from fleet.gateways import nginx
 from fleet.gateways.litellm.config import parse_gateway_config
@@ -34,15 +36,23 @@ class FakeProxy:
     port: int
     aliases: tuple[str, ...]
     chat_status: int = 200
+    bases: dict[str, str | None] = field(default_factory=dict)  # alias -> api_base
 
     def routes(self) -> dict[str, list[Reply]]:
         models = {"object": "list", "data": [{"id": a, "object": "model"} for a in self.aliases]}
+        info = {
+            "data": [
+                {"model_name": a, "litellm_params": {"api_base": self.bases.get(a)}}
+                for a in self.aliases
+            ]
+        }
         chat = '{"choices": [{"message": {"content": "pong"}}]}'
         if self.chat_status != 200:
             chat = '{"error": {"message": "litellm.APIConnectionError: cannot connect"}}'
         return {
             "/health/liveliness": [Reply(200, '"I\'m alive!"')],
             "/v1/models": [Reply(200, json.dumps(models))],
+            "/model/info": [Reply(200, json.dumps(info))],
             "/v1/chat/completions": [Reply(self.chat_status, chat)],
         }
 
@@ -64,6 +74,7 @@ class FakeGateway:
         self.chat_status = 200
         self.fail_reloads = 0
         self.restart_seconds = 11.8
+        self.front_dead = False  # nginx's master is gone: nothing answers, reloads fail
         self.routed = live  # the port the front sends to (as of its last reload)
         if gateway.front is not None:
             self.host.files[gateway.front.upstream_file] = nginx.upstream_text(self.address, live)
@@ -76,6 +87,10 @@ class FakeGateway:
         self._launch(live)
         self.events.clear()
 
+    def load_file(self) -> None:
+        """The live proxy loads the config file now (as after an apply that wrote it)."""
+        self._launch(self.routed, "load")
+
     def serving(self) -> tuple[str, ...]:
         """The aliases clients get through the front now."""
         proxy = self.proxies.get(self.routed)
@@ -87,8 +102,9 @@ class FakeGateway:
             reason, self.fail_start = self.fail_start, None
             return CommandResult(1, "", reason)
         text = self.host.files[self.gateway.config_path]
-        aliases = tuple(sorted(parse_gateway_config(text).by_alias()))
-        self.proxies[port] = FakeProxy(port, aliases, self.chat_status)
+        routed = parse_gateway_config(text).by_alias()
+        bases = {alias: entry.api_base for alias, entry in routed.items()}
+        self.proxies[port] = FakeProxy(port, tuple(sorted(routed)), self.chat_status, bases)
         self.refresh()
         return OK
 
@@ -104,6 +120,9 @@ class FakeGateway:
         return OK
 
     def _reload(self, _: str) -> CommandResult:
+        if self.front_dead:
+            self.events.append("reload failed")
+            return CommandResult(1, "", "nginx: [error] kill(2415, 1) failed (3: No such process)")
         if self.fail_reloads:
             self.fail_reloads -= 1
             self.events.append("reload failed")
@@ -133,3 +152,5 @@ class FakeGateway:
         live = self.proxies.get(self.routed)
         down = {p: [Reply(502, "<html>502 Bad Gateway</html>")] for p in ("/v1/models",)}
         self.host.routes[(self.address, self.front_port)] = live.routes() if live else down
+        if self.front_dead:
+            del self.host.routes[(self.address, self.front_port)]

@@ -221,11 +221,22 @@ class FakeSessions:
 
 
 def _lock(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
-    directory, holder, path = words
-    if path in host.files:  # noclobber: the redirection fails, 2>/dev/null hides why
-        return CommandResult(1, "", "")
+    """`reconciler.workflows.locks.lock_command`: exit 3 when the lock exists."""
+    directory, holder, temporary = words
+    path = re.sub(r"\.\d+\.tmp$", "", temporary)
+    if path in host.files:
+        return CommandResult(3, "", "")
     host.directories.add(directory)
     host.files[path] = holder + "\n"
+    return OK
+
+
+def _drop_if(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
+    """`[ "$(cat PATH)" = TEXT ] && rm -f PATH`: remove a file that still says TEXT."""
+    path, text, _path = words
+    if host.files.get(path, "").rstrip("\n") != text:
+        return CommandResult(1, "", "")
+    del host.files[path]
     return OK
 
 
@@ -307,7 +318,8 @@ def _pattern(template: str) -> re.Pattern[str]:
 
 
 HANDLERS: list[tuple[re.Pattern[str], Handler]] = [
-    (_pattern(r"mkdir -p WORD && \(set -C; printf '%s\\n' WORD > WORD\) 2>/dev/null"), _lock),
+    (_pattern(r"mkdir -p WORD && \{ printf '%s\\n' WORD > WORD \|\| .*"), _lock),
+    (_pattern(r"\[ \"\$\(cat WORD\)\" = WORD \] && rm -f WORD"), _drop_if),
     (_pattern(r"rm -f WORD"), _rm),
     (_pattern(r"printf '%s\\n' WORD >> WORD"), _append),
     (_pattern(r"mkdir -p WORD"), _mkdir),

@@ -17,6 +17,7 @@ from fleet.facts.openai_models import model_ids
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.gateways.litellm.imported import gateway_file
 from fleet.gateways.litellm.render import desired_entries, render_gateway_config
+from fleet.gateways.litellm.served import served_routes
 from fleet.observed.gateway_config import GatewayConfig
 from fleet.observed.models import Observation
 from fleet.spec.models import DesiredFleet
@@ -28,6 +29,11 @@ class LiteLLM:
     name = "litellm"
     readiness_path = "/health/liveliness"
     models_path = "/v1/models"
+    routes_path = "/model/info"
+
+    def served_routes(self, body: Any) -> dict[str, str | None] | None:
+        """alias -> api_base of what the running proxy loaded (`/model/info`)."""
+        return served_routes(body)
 
     def parse_config(self, text: str) -> GatewayConfig:
         """Entries and fallbacks of a LiteLLM config."""

@@ -29,6 +29,7 @@ from reconciler.cli.app import CliContext
 from reconciler.cli.output import Output
 from reconciler.host import Sessions
 from tests.fakes.clock import FakeClock
+from tests.fakes.gateway import FakeGateway
 from tests.fakes.host import FakeHost, FakeSessions
 
 DESIRED = Path(__file__).resolve().parents[3] / "desired"
@@ -70,6 +71,7 @@ class FakeFleet:
     )
     unreachable: dict[str, str] = field(default_factory=dict)
     clock: FakeClock = field(default_factory=FakeClock)
+    front: FakeGateway | None = None  # the gateway host's proxies and front, if it has one
 
     @property
     def desired(self) -> Path:
@@ -121,6 +123,8 @@ class FakeFleet:
         gateway = self.hosts["gateway"]
         current = gateway.files[GATEWAY_CONFIG]
         gateway.files[GATEWAY_CONFIG] = render_gateway_config(current, self.load())
+        if self.front is not None and self.front.host is gateway:
+            self.front.load_file()
 
 
 def make_fleet(
@@ -146,6 +150,12 @@ def make_fleet(
     fake = FakeFleet(root=root) if hosts is None else FakeFleet(root=root, hosts=hosts)
     fake.hosts["gateway"].files[GATEWAY_CONFIG] = FOREIGN_GATEWAY
     fake.commit("desired fleet")
+    gateway = fake.load().gateway
+    if gateway is not None and gateway.front is not None and not fake.hosts["gateway"].commands:
+        # the gateway host runs its proxies behind the front, as the lab's does
+        fake.front = FakeGateway(gateway, FOREIGN_GATEWAY, fake.clock)
+        fake.front.host.files.update(fake.hosts["gateway"].files)
+        fake.hosts["gateway"] = fake.front.host
     return fake
 
 

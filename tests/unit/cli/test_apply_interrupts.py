@@ -1,8 +1,9 @@
 """`fleet apply` interrupted, and what it leaves: SIGTERM or SIGINT during a seat's step
 rolls the apply back, between waves it stops with the seat wave kept; either way the lock
 is released, the journal and an inventory commit say what was done, and the exit is
-128 + the signal. A lock left by a pid of this machine that is gone is called stale, and
-an apply with nothing to change commits an inventory that no longer matches the fleet.
+128 + the signal. A lock left by a pid of this machine that is gone is taken over by the
+next apply, and an apply with nothing to change commits an inventory that no longer
+matches the fleet.
 
 Fake hosts (tests/unit/cli/fake_fleet.py), the real command line and real signals sent
 to this process; tests/integration/test_gateway_bluegreen_lab.py sends SIGTERM to a real
@@ -133,21 +134,28 @@ def test_a_signal_after_the_seat_wave_keeps_it_and_stops_before_the_gateway(
     assert two.fleet("plan").returncode == 0
 
 
-def test_a_lock_of_a_gone_pid_on_this_machine_is_stale(two: FakeFleet) -> None:
+def test_a_lock_of_a_gone_pid_on_this_machine_is_taken_over(two: FakeFleet) -> None:
+    """A stale lock (this machine, pid gone) is no longer a manual step: plan says the
+    next apply takes it over, and that apply does, with a journal line saying so."""
     gone = subprocess.Popen(["true"])
     gone.wait()
     holder = f"ops@{socket.gethostname()} pid {gone.pid} `fleet apply` since 2026-12-02T10:00:00Z"
     two.hosts["tower"].files[LOCK] = holder + "\n"
-    stale = f"stale lock: pid {gone.pid} on this machine is gone; fleet unlock tower --force"
+    stale = f"stale lock: pid {gone.pid} on this machine is gone; the next `fleet apply`"
     two.edit("seats/flash.yaml", "context: 65536", "context: 32768")
-    result = two.fleet("apply", "--auto-approve")
-    assert result.returncode == 1
-    assert f"error: tower: {stale}" in result.stderr
-    assert "apply in progress" not in result.stdout
     assert f"tower: {stale}" in two.fleet("plan").stdout
+    result = two.fleet("apply", "--auto-approve")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"tower: took over the lock of an apply that is gone ({holder})" in result.stdout
+    assert [s["step"] for s in steps(two)][-4:-2] == ["recovered", "begin"]
+    assert LOCK not in two.hosts["tower"].files
     elsewhere = holder.replace(f"@{socket.gethostname()} ", "@another-machine ")
     two.hosts["tower"].files[LOCK] = elsewhere + "\n"
     assert "apply in progress (by ops@another-machine" in two.fleet("plan").stdout
+    two.edit("seats/flash.yaml", "context: 32768", "context: 16384")
+    refused = two.fleet("apply", "--auto-approve")
+    assert refused.returncode == 1
+    assert "if that apply is gone, run `fleet unlock tower --force`" in refused.stderr
 
 
 def test_nothing_to_do_but_a_stale_inventory_commits_the_refreshed_one(two: FakeFleet) -> None:

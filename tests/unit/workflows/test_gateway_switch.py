@@ -212,3 +212,34 @@ def test_the_configs_mode_is_kept_and_its_previous_copy_takes_it(
     assert fake.host.files[CONFIG] == new
     assert fake.host.modes[CONFIG] == 0o600
     assert fake.host.modes[CONFIG + ".fleet-prev"] == 0o600
+
+
+def test_a_dead_front_stops_the_switch_before_anything_changes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LITELLM_MASTER_KEY", "sk-lab")
+    fleet, fake, sessions, clock, old, new = gateway_host()
+    fake.front_dead = True
+    fake.refresh()
+    with pytest.raises(GatewayError) as caught:
+        switch(fleet, sessions, new, clock)
+    assert "does not answer" in str(caught.value)
+    assert str(caught.value).endswith("nothing was changed")
+    assert fake.events == [] and list(fake.proxies) == [4001]
+    assert fake.host.files[CONFIG] == old
+
+
+def test_when_the_front_cannot_be_pointed_back_both_proxies_keep_running(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every undo step that can run does; none that would leave the front with no proxy."""
+    monkeypatch.setenv("LITELLM_MASTER_KEY", "sk-lab")
+    fleet, fake, sessions, clock, _old, new = gateway_host()
+    fake.fail_reloads = 2
+    with pytest.raises(GatewayError) as caught:
+        switch(fleet, sessions, new, clock)
+    assert "pointing the front back at :4001 failed too: both proxies keep running" in str(
+        caught.value
+    )
+    assert fake.events == ["stop 4002", "start 4002", "reload failed", "reload failed"]
+    assert sorted(fake.proxies) == [4001, 4002] and fake.unserved == []

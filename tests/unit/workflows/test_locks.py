@@ -6,6 +6,8 @@ import json
 import os
 import re
 import socket
+import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -29,7 +31,7 @@ def test_acquire_writes_the_holder_line(tower: Host) -> None:
     locks.acquire(host, tower)
     assert locks.lock_path(tower) == LOCK
     assert re.fullmatch(
-        rf"\S+@\S+ pid {os.getpid()} `.*` since \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n",
+        rf"\S+@\S+ pid {os.getpid()} boot [\w-]+ `.*` since \d{{4}}-\d\d-\d\dT\d\d:\d\d:\d\dZ\n",
         host.files[LOCK],
     )
     assert "/srv/fleet" in host.directories
@@ -38,7 +40,7 @@ def test_acquire_writes_the_holder_line(tower: Host) -> None:
 @pytest.mark.parametrize(
     ("held", "named"),
     [
-        (None, f"@{socket.gethostname()} pid {os.getpid()} `"),
+        (None, f"@{socket.gethostname()} pid {os.getpid()} boot "),
         ("ops@laptop pid 7 `fleet apply` since 2026-12-01T09:00:00Z\n", "by ops@laptop pid 7 `"),
         ("", "by unknown holder;"),
     ],
@@ -137,3 +139,75 @@ def test_the_journal_redacts_secrets_a_cause_quotes(tower: Host) -> None:
     locks.record(host, tower, "rollback", cause=cause)
     (line,) = host.files[locks.journal_path(tower)].splitlines()
     assert json.loads(line)["cause"] == "engine exited: --api-key ***, store http://u:***@nas/x"
+
+
+def _dead_pid() -> int:
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    return gone.pid
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [
+        "ops@{machine} pid {dead} `fleet apply` since 2026-12-01T09:00:00Z",
+        "ops@{machine} pid {alive} boot 00000000-old-boot `fleet reconcile` since 2026-12-01",
+    ],
+    ids=["pid-gone", "machine-booted-since"],
+)
+def test_a_lock_of_a_gone_apply_on_this_machine_is_taken_over(tower: Host, holder: str) -> None:
+    host = FakeHost("tower")
+    held = holder.format(machine=socket.gethostname(), dead=_dead_pid(), alive=os.getpid())
+    host.files[LOCK] = held + "\n"
+    assert locks.acquire(host, tower) == held
+    assert f" pid {os.getpid()} " in host.files[LOCK]
+
+
+@pytest.mark.parametrize(
+    "holder",
+    [
+        "ops@another-machine pid {dead} `fleet apply` since 2026-12-01T09:00:00Z",
+        "ops@{machine} pid {alive} `fleet apply` since 2026-12-01T09:00:00Z",
+    ],
+    ids=["another-machine", "live-pid"],
+)
+def test_a_lock_held_elsewhere_or_by_a_live_pid_still_needs_unlock(
+    tower: Host, holder: str
+) -> None:
+    host = FakeHost("tower")
+    alive = subprocess.Popen(["sleep", "30"])
+    try:
+        host.files[LOCK] = holder.format(
+            machine=socket.gethostname(), dead=_dead_pid(), alive=alive.pid
+        )
+        with pytest.raises(LockError, match="run `fleet unlock tower --force`"):
+            locks.acquire(host, tower)
+    finally:
+        alive.kill()
+        alive.wait()
+
+
+def test_a_lock_that_cannot_be_written_fails_with_the_hosts_error(tower: Host) -> None:
+    host = FakeHost("tower", fail_on={".fleet.lock": "sh: printf: No space left on device"})
+    with pytest.raises(LockError) as raised:
+        locks.acquire(host, tower)
+    assert raised.value.message == (
+        f"cannot create the lock {LOCK} on tower: sh: printf: No space left on device"
+    )
+    assert LOCK not in host.files
+
+
+def test_the_lock_command_in_a_real_shell_leaves_nothing_behind_on_failure(
+    tmp_path: Path,
+) -> None:
+    lock = tmp_path / "state" / ".fleet.lock"
+    command = locks.lock_command(str(lock.parent), str(lock), "me@here pid 1 `x` since now")
+    first = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=False)
+    assert first.returncode == 0 and lock.read_text() == "me@here pid 1 `x` since now\n"
+    second = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=False)
+    assert second.returncode == locks.HELD
+    lock.unlink()
+    (lock.parent / f"{lock.name}.{os.getpid()}.tmp").mkdir()  # the write itself fails
+    third = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=False)
+    assert third.returncode == 1 and "Is a directory" in third.stderr
+    assert sorted(p.name for p in lock.parent.iterdir()) == [f"{lock.name}.{os.getpid()}.tmp"]
