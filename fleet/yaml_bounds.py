@@ -7,7 +7,8 @@ readers recurse), a NUL byte, a 5,000-digit integer (Python refuses to convert i
 is refused here, with its line, before `fleet.yaml_reader` or ruamel.yaml read the text.
 `check_bounds` walks the parser's events only (libyaml's, else ruamel.yaml's where
 libyaml cannot read the text), which keeps no tree and expands no alias. Called by
-`fleet.spec.load` for every desired/ file.
+`fleet.spec.load` for every desired/ file, and (`yaml_bounds_problem`) for the gateway's
+config, which is a file on a host.
 """
 
 from __future__ import annotations
@@ -115,3 +116,13 @@ def _long_integer(event: Any) -> bool:
     value: str = event.value
     plain = event.style is None or event.style == ""
     return bool(plain and len(value) > MAX_DIGITS and _INTEGER.fullmatch(value))
+
+
+HOST_MAX_BYTES = 8 << 20  # YAML a host returns: a LiteLLM config of thousands of entries < 1 MiB
+
+
+def yaml_bounds_problem(text: str, *, max_bytes: int = HOST_MAX_BYTES) -> str | None:
+    """The same bounds on YAML a host returns (the gateway's config, read by
+    `fleet.gateways.litellm.config.read_config`): what breaks one, as `line N: ...`."""
+    bound = check_bounds(text, max_bytes)
+    return None if bound is None else f"line {bound.line}: {bound.message}"

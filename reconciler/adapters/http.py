@@ -15,6 +15,8 @@ from typing import Any
 from fleet.errors import HostError, HostUnreachable
 from reconciler.host import HostSession
 
+MAX_REPLY_BYTES = 32 * 1024 * 1024  # an engine's /metrics or model list is well under this
+
 
 @dataclass(frozen=True)
 class HttpReply:
@@ -24,10 +26,10 @@ class HttpReply:
     body: str
 
     def json(self) -> Any:
-        """The body as JSON; None if it is not JSON."""
+        """The body as JSON; None if it is not JSON (or nests past what Python can read)."""
         try:
             return json.loads(self.body)
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             return None
 
 
@@ -50,6 +52,12 @@ def request_via(
         raw = bytearray()
         while chunk := channel.recv(65536):
             raw.extend(chunk)
+            if len(raw) > MAX_REPLY_BYTES:
+                raise HostError(
+                    f"{address}:{port} answered {method} {path} with more than "
+                    f"{MAX_REPLY_BYTES} bytes",
+                    where=conn.name,
+                )
     except OSError as err:
         raise HostUnreachable(
             f"{address}:{port} did not answer {method} {path}: {err}", where=conn.name
@@ -81,18 +89,25 @@ def _parse_reply(raw: bytes, where: str) -> HttpReply:
     head, _, body = raw.partition(b"\r\n\r\n")
     lines = head.decode(errors="replace").split("\r\n")
     parts = lines[0].split(" ", 2) if lines else []
-    if len(parts) < 2 or not parts[1].isdigit():
+    if len(parts) < 2 or not (parts[1].isascii() and parts[1].isdigit()):
         raise HostError(f"not an HTTP reply: {lines[0][:80] if lines else 'empty'}", where=where)
     if any(line.lower().startswith("transfer-encoding: chunked") for line in lines):
-        body = _unchunk(body)
+        try:
+            body = _unchunk(body)
+        except ValueError as err:
+            raise HostError(f"HTTP reply with a bad chunk: {err}", where=where) from err
     return HttpReply(int(parts[1]), body.decode(errors="replace"))
 
 
 def _unchunk(body: bytes) -> bytes:
+    """A chunked body's bytes; ValueError on a chunk size that is not hex."""
     out = bytearray()
     while body:
         size_line, _, rest = body.partition(b"\r\n")
-        size = int(size_line.split(b";")[0] or b"0", 16)
+        size_text = size_line.split(b";")[0].strip() or b"0"
+        if len(size_text) > 16 or not all(c in b"0123456789abcdefABCDEF" for c in size_text):
+            raise ValueError(f"chunk size {size_text[:20]!r} is not hex")
+        size = int(size_text, 16)
         if size == 0:
             break
         out += rest[:size]
@@ -117,8 +132,14 @@ def request_url(
     )
     try:
         with urllib.request.urlopen(request, timeout=timeout) as reply:
-            return HttpReply(reply.status, reply.read().decode(errors="replace"))
+            return HttpReply(reply.status, _bounded(reply.read(MAX_REPLY_BYTES + 1), url))
     except urllib.error.HTTPError as err:
-        return HttpReply(err.code, err.read().decode(errors="replace"))
+        return HttpReply(err.code, _bounded(err.read(MAX_REPLY_BYTES + 1), url))
     except (urllib.error.URLError, OSError) as err:
         raise HostUnreachable(f"{url} does not answer: {err}") from err
+
+
+def _bounded(data: bytes, url: str) -> str:
+    if len(data) > MAX_REPLY_BYTES:
+        raise HostError(f"{url} answered with more than {MAX_REPLY_BYTES} bytes")
+    return data.decode(errors="replace")

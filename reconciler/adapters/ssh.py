@@ -49,6 +49,11 @@ import paramiko  # noqa: E402  (after the deferral, which must come first)
 
 from reconciler.adapters import sftp_files  # noqa: E402  (it imports paramiko)
 
+# What fleet reads from a host at most: a fact script's output (seats' log tails included)
+# and a file (a gateway config, a compose file); more is refused, not buffered.
+MAX_OUTPUT_BYTES = 256 * 1024 * 1024
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
 # paramiko logs refused channels and failed handshakes itself; fleet reports them once, as
 # HostErrors, so its own logger stays quiet.
 logging.getLogger("paramiko").setLevel(logging.CRITICAL)
@@ -193,7 +198,13 @@ class HostConnection:
             if stdin is not None:
                 channel.sendall(stdin.encode())
             channel.shutdown_write()
-            stdout, stderr = _drain(channel)
+            stdout, stderr = _drain(channel, MAX_OUTPUT_BYTES)
+            if stdout is None:
+                channel.close()
+                raise HostError(
+                    f"`{command[:60]}` printed more than {MAX_OUTPUT_BYTES} bytes",
+                    where=self.target.name,
+                )
             status = channel.recv_exit_status()
         except (TimeoutError, paramiko.SSHException, OSError) as err:
             raise HostUnreachable(
@@ -212,11 +223,14 @@ class HostConnection:
         self.journal.append(("sftp-read", path))
         try:
             with self.client.open_sftp() as sftp, sftp.open(path, "r") as handle:
-                return handle.read().decode()
+                data = handle.read(MAX_FILE_BYTES + 1)
         except FileNotFoundError:
             return None
         except (paramiko.SSHException, OSError) as err:
             raise HostError(f"cannot read {path}: {err}", where=self.target.name) from err
+        if len(data) > MAX_FILE_BYTES:
+            raise HostError(f"{path} is larger than {MAX_FILE_BYTES} bytes", where=self.target.name)
+        return data.decode(errors="replace")
 
     def write_file_atomic(
         self, path: str, text: str, mode: int | None = None, *, mode_of: str | None = None
@@ -248,18 +262,22 @@ class HostConnection:
             ) from err
 
 
-def _drain(channel: paramiko.Channel) -> tuple[bytes, bytes]:
-    """Read stdout and stderr to their ends at once, so neither can block the other."""
+def _drain(channel: paramiko.Channel, limit: int) -> tuple[bytes | None, bytes]:
+    """Read stdout and stderr to their ends at once, so neither can block the other;
+    stdout None when it ran past `limit` bytes (stderr past it is dropped)."""
     err = bytearray()
 
     def read_stderr() -> None:
         while chunk := channel.recv_stderr(65536):
-            err.extend(chunk)
+            if len(err) < limit:
+                err.extend(chunk[: limit - len(err)])
 
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
     out = bytearray()
     while chunk := channel.recv(65536):
         out.extend(chunk)
+        if len(out) > limit:
+            return None, bytes(err)
     reader.join()
     return bytes(out), bytes(err)

@@ -185,10 +185,13 @@ def _decode(stream: Stream) -> tuple[float | None, float | None]:
 def _has_content(data: str) -> bool:
     try:
         event = json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     choices = event.get("choices") if isinstance(event, dict) else None
-    delta = (choices or [{}])[0].get("delta") or {} if choices else {}
+    first = choices[0] if isinstance(choices, list) and choices else None
+    delta = first.get("delta") if isinstance(first, dict) else None
+    if not isinstance(delta, dict):
+        return False
     return bool(delta.get("content") or delta.get("reasoning_content"))
 
 
@@ -196,7 +199,7 @@ def _usage_tokens(stream: Stream) -> int | None:
     for _, data in reversed(stream.events):
         try:
             usage = json.loads(data).get("usage")
-        except (ValueError, AttributeError):
+        except (ValueError, AttributeError, RecursionError):
             continue
         if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
             return int(usage["completion_tokens"])

@@ -132,7 +132,10 @@ def observe_gateway(gateway: Gateway, connections: Sessions) -> ObservedGateway:
         config = kind_of(gateway).parse_config(text)
     except FleetError as err:
         return ObservedGateway(
-            host=gateway.host, config_path=gateway.config_path, config_text=text, error=err.message
+            host=gateway.host,
+            config_path=gateway.config_path,
+            config_text=text,
+            error=f"{gateway.config_path}: {err.message}",
         )
     bases = sorted({e.api_base for e in config.entries if e.api_base})
     with ThreadPoolExecutor(max_workers=max(min(len(bases), 8), 1)) as pool:
@@ -199,11 +202,14 @@ def observe_served(conn: HostSession, gateway: Gateway) -> ServedGateway:
 def probe_backend(conn: HostSession, api_base: str) -> BackendProbe:
     """GET <api_base>/models from the gateway host: does it answer, what does it serve."""
     parts = urlsplit(api_base)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # a port out of range, or not a number
+        return BackendProbe(api_base=api_base, answers=False, error="not a valid port in the URL")
     if parts.hostname is None or parts.scheme not in ("http", "https"):
         return BackendProbe(
             api_base=api_base, answers=False, error="not an http URL (environment reference?)"
         )
-    port = parts.port or (443 if parts.scheme == "https" else 80)
     try:
         reply = request_via(
             conn, parts.hostname, port, "GET", parts.path.rstrip("/") + "/models", timeout=5.0

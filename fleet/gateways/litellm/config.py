@@ -18,6 +18,7 @@ from typing import Any
 
 from fleet.errors import GatewayError
 from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
+from fleet.yaml_bounds import yaml_bounds_problem
 from fleet.yaml_reader import YamlDoc, plain, read_yaml
 
 
@@ -50,8 +51,11 @@ def read_config(text: str) -> YamlDoc:
     exact text; the document is shared, so read it and never change it).
 
     libyaml reads it where it can promise ruamel.yaml's reading, ruamel.yaml (`load_tree`)
-    elsewhere; GatewayError on bad YAML or a non-mapping, with ruamel's message.
+    elsewhere; GatewayError on bad YAML or a non-mapping, with ruamel's message, and on
+    a text too costly to read (size, nesting, aliases: `fleet.yaml_bounds`).
     """
+    if (problem := yaml_bounds_problem(text)) is not None:
+        raise GatewayError(f"gateway config {problem}")
     doc = read_yaml(text)
     if doc is None:
         from fleet.spec.ruamel_tree import located
@@ -86,7 +90,13 @@ def config_of(doc: YamlDoc) -> GatewayConfig:
 
 
 def _entry(item: dict[str, Any], line: int) -> GatewayEntry:
-    params = dict(item.get("litellm_params") or {})
+    raw = item.get("litellm_params") or {}
+    if not isinstance(raw, dict):
+        what = type(raw).__name__
+        raise GatewayError(
+            f"gateway config line {line}: litellm_params is not a mapping (got {what})"
+        )
+    params = dict(raw)
     info = item.get("model_info") or {}
     return GatewayEntry(
         alias=str(item["model_name"]),
@@ -104,11 +114,22 @@ def _fallbacks(tree: Any) -> dict[str, tuple[str, ...]]:
     for section in ("router_settings", "litellm_settings"):
         block = tree.get(section)
         items = block.get("fallbacks") if isinstance(block, dict) else None
+        if not isinstance(items or [], list):
+            raise GatewayError(f"gateway config: {section}.fallbacks is not a list")
         for item in items or []:
             if isinstance(item, dict):
                 for alias, targets in item.items():
-                    found[str(alias)] = tuple(str(t) for t in (targets or []))
+                    found[str(alias)] = _targets(section, alias, targets)
     return found
+
+
+def _targets(section: str, alias: Any, targets: Any) -> tuple[str, ...]:
+    if not isinstance(targets or [], list):
+        raise GatewayError(
+            f"gateway config: {section}.fallbacks of {alias} is not a list of aliases"
+            f" (got {type(targets).__name__})"
+        )
+    return tuple(str(t) for t in (targets or []))
 
 
 def _text(value: Any) -> str | None:
