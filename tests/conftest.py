@@ -37,7 +37,7 @@ LONGEST_FIRST = (
     "tests/integration/test_reconcile_lab.py",  # ~230 s
     "tests/integration/test_real_engines_lab.py",  # ~160 s (+30-100 s importing vLLM once)
     "tests/integration/test_systemd.py",  # ~225 s with the lab up, loaded (surge ~45 s)
-    "tests/integration/test_kv_contract_lab.py",  # ~185 s: two real vLLM starts, no lab
+    "tests/integration/test_kv_contract_lab.py",  # ~160-185 s: two real vLLM starts, no lab
     "tests/integration/test_observe.py",  # ~155 s
     "tests/integration/test_bench_lab.py",  # ~125 s
     "tests/integration/test_apply_guards_lab.py",  # ~125 s
