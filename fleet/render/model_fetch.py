@@ -46,23 +46,23 @@ def is_file_model(path: str) -> bool:
     return path.endswith(".gguf")
 
 
-def _ssh(store: ModelStore) -> list[str]:
+def _ssh(store: ModelStore, accept_new: bool = True) -> list[str]:
+    """ssh's words for the store: its known_hosts when given (checked strictly), else the
+    user's own, where a fetch (`accept_new`) records a store's first key and a listing
+    during plan writes nothing (an unknown key fails it)."""
     words = ["ssh", "-i", store.identity_file, "-p", str(store.port), *SSH_OPTIONS]
     if store.known_hosts:
-        words += [
-            "-o",
-            f"UserKnownHostsFile={store.known_hosts}",
-            "-o",
-            "StrictHostKeyChecking=yes",
-        ]
-    else:
-        words += ["-o", "StrictHostKeyChecking=accept-new"]
-    return words
+        words += ["-o", f"UserKnownHostsFile={store.known_hosts}"]
+    checking = "accept-new" if accept_new and not store.known_hosts else "yes"
+    return [*words, "-o", f"StrictHostKeyChecking={checking}"]
 
 
-def source_listing(origin: ModelOrigin, stores: Mapping[str, ModelStore]) -> str:
+def source_listing(
+    origin: ModelOrigin, stores: Mapping[str, ModelStore], accept_new: bool = False
+) -> str:
     """The command listing the source from the destination host (`path\\tsize` lines), or,
-    for the hub, checking that `hf` is installed (sizes come from a manifest)."""
+    for the hub, checking that `hf` is installed (sizes come from a manifest). Observe
+    (plan) lists without writing a known_hosts entry; a fetch lists with `accept_new`."""
     if origin.kind == "hf":
         return (
             "command -v hf >/dev/null 2>&1 || "
@@ -70,7 +70,8 @@ def source_listing(origin: ModelOrigin, stores: Mapping[str, ModelStore]) -> str
         )
     store = stores[origin.store or ""]
     remote = shlex.join(["find", origin.location, "-type", "f", "-printf", r"%P\t%s\n"])
-    words = ["timeout", str(LISTING_TIMEOUT), *_ssh(store), f"{store.user}@{store.address}"]
+    login = f"{store.user}@{store.address}"
+    words = ["timeout", str(LISTING_TIMEOUT), *_ssh(store, accept_new), "--", login]
     return shlex.join([*words, remote])
 
 

@@ -38,9 +38,16 @@ class ModelStore(CoreModel):
     """fleet.yaml `stores.<name>`: an SSH endpoint holding model directories, reached from
     the destination host (rsync over SSH runs there; the controller never holds weights)."""
 
-    address: str = Field(description="Address the hosts reach the store at.")
+    address: str = Field(
+        pattern=r"^[A-Za-z0-9_\[][A-Za-z0-9_.:\[\]-]*$",
+        description="Address the hosts reach the store at (a name or an IP address).",
+    )
     port: int = Field(22, ge=1, le=65535, description="sshd port of the store.")
-    user: str = Field("models", description="Login user on the store.")
+    user: str = Field(
+        "models",
+        pattern=r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$",
+        description="Login user on the store (never starts with '-': not an ssh option).",
+    )
     identity_file: str = Field(
         "/etc/fleet/store_key", description="Private key on the destination host."
     )

@@ -136,7 +136,7 @@ def _expected(
     manifest: dict[str, int | None] = {k: v.size for k, v in (origin.manifest or {}).items()}
     if origin.kind == "hf":
         return manifest
-    listed = conn.run(render.source_listing(origin, stores))
+    listed = conn.run(render.source_listing(origin, stores, accept_new=True))
     if listed.exit_status != 0:
         reason = (listed.stderr or listed.stdout).strip().splitlines()
         raise ApplyError(

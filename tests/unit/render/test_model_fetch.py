@@ -5,6 +5,7 @@ from __future__ import annotations
 import shlex
 
 import pytest
+from pydantic import ValidationError
 
 from fleet.render import model_fetch
 from fleet.spec.model_origin import ModelOrigin, ModelStore
@@ -59,7 +60,7 @@ def test_copy_command(origin: ModelOrigin, path: str, expected: str) -> None:
 def test_store_listing_is_one_ssh_command_with_the_remote_find_quoted() -> None:
     origin = ModelOrigin(source="store:nas:/srv/models/My Model")
     words = shlex.split(model_fetch.source_listing(origin, STORES))
-    assert words[:-1] == ["timeout", "60", *shlex.split(SSH), "models@10.0.0.9"]
+    assert words[:-1] == ["timeout", "60", *shlex.split(SSH), "--", "models@10.0.0.9"]
     assert shlex.split(words[-1]) == [
         "find",
         "/srv/models/My Model",
@@ -114,3 +115,27 @@ def test_digests_of_what_landed() -> None:
         model_fetch.finish_command("/models/q.gguf")
         == "mv -T -- /models/.q.gguf.partial /models/q.gguf"
     )
+
+
+OWN_KNOWN_HOSTS = {"nas": ModelStore(address="10.0.0.9", user="models")}
+
+
+@pytest.mark.parametrize(
+    ("accept_new", "checking"), [(False, "yes"), (True, "accept-new")], ids=["plan", "fetch"]
+)
+def test_a_listing_during_plan_writes_no_known_hosts_entry(accept_new: bool, checking: str) -> None:
+    origin = ModelOrigin(source="store:nas:/srv/m")
+    words = shlex.split(model_fetch.source_listing(origin, OWN_KNOWN_HOSTS, accept_new))
+    assert [w for w in words if w.startswith("StrictHostKeyChecking")] == [
+        f"StrictHostKeyChecking={checking}"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [("user", "-oProxyCommand=touch /tmp/pwned"), ("user", "a b"), ("address", "-oProxyCommand=x")],
+    ids=["user-an-option", "user-with-space", "address-an-option"],
+)
+def test_a_store_login_that_ssh_would_read_as_an_option_is_refused(field: str, value: str) -> None:
+    with pytest.raises(ValidationError, match="should match pattern"):
+        ModelStore(**{"address": "10.0.0.9", field: value})
