@@ -65,8 +65,7 @@ def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSe
     lines += engine.import_lines(args)
     port = args.port or engine.DEFAULT_PORT
     lines.append(("port", port, "the live argv" if args.port else f"{kind}'s default port"))
-    rendered = getattr(engine, "RENDERED_SWITCHES", ())  # fleet renders these anyway
-    extra = [a for a in args.extra if a not in rendered]
+    extra = [a for a in args.extra if a not in engine.RENDERED_SWITCHES]
     if extra:
         lines.append(("extra_args", extra, "the other flags of the live argv"))
     env = dict(live.container.env)

@@ -4,7 +4,8 @@ The second runtime behind `fleet.runtimes.base.Runtime`, for hosts that run engi
 no Docker (llama-server or `vllm serve` as services). On such a host a seat's `image` is
 the engine's executable (`/usr/local/bin/llama-server`), the unit's ExecStart is that and
 the argv its engine module renders (`fleet.runtimes.systemd_unit`). The fact script lists
-the units fleet wrote and every hand-made unit whose ExecStart runs llama-server or vLLM,
+the units fleet wrote and every hand-made unit whose ExecStart starts an engine (each
+engine's `EXECUTABLE`),
 and for each prints `systemctl show` (state, MainPID, NRestarts, NeedDaemonReload), the
 main process's /proc cmdline, its journal and its unit file. Each unit becomes a neutral
 instance (`ContainerFact`: id = the unit's name, labels from its `X-Fleet-*` fields); a
@@ -21,6 +22,7 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
+from fleet.engines import ENGINES
 from fleet.facts.cgroup import parse_cgroup_unit
 from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts
@@ -34,8 +36,6 @@ from fleet.spec.load import Sources
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
 from fleet.spec.seat_rules import seat_file
-
-ENGINE_EXECUTABLES = r"(llama-server|vllm)"  # a hand-made unit of these is an engine's
 
 
 def _unit_loop(selector: str) -> str:
@@ -56,10 +56,15 @@ def _unit_loop(selector: str) -> str:
     )
 
 
-HOST_UNITS = (
-    f"cd {units.UNIT_DIR} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
-    f" grep -l -E '^ExecStart=[^ ]*{ENGINE_EXECUTABLES}' *.service 2>/dev/null; }} | sort -u"
-)
+def host_units() -> str:
+    """Shell listing fleet's units and every hand-made unit whose ExecStart starts an
+    engine (as each registered engine's `EXECUTABLE` says a host starts it)."""
+    starts = "|".join(f"({engine.EXECUTABLE})" for engine in ENGINES.values())
+    return (
+        f"cd {units.UNIT_DIR} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
+        f" grep -l -E {shlex.quote(f'^ExecStart=({starts})')} *.service 2>/dev/null; }}"
+        " | sort -u"
+    )
 
 
 def parse_unit_definition(text: str) -> dict[str, Any]:
@@ -205,7 +210,7 @@ class SystemdRuntime:
             yield src.problem(seat_file(seat), ("image",), f"{message}, not {seat.image!r}")
 
     def host_facts(self, host: Host) -> tuple[str, ...]:
-        return (UNITS.entry(HOST_UNITS),)
+        return (UNITS.entry(host_units()),)
 
     def seat_facts(self, seat: str) -> tuple[str, ...]:
         return (UNITS.entry(seat_units(seat)),)
