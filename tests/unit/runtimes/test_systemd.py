@@ -4,12 +4,16 @@ its GPU, its log, its spec hash, and a hand edit of its unit as drift."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
 
 from fleet.names import HASH_LABEL
 from fleet.observed.assemble import assemble_host
 from fleet.runtimes import runtime_for
-from fleet.runtimes.systemd import HAND_EDITED, SYSTEMD, parse_unit_definition
+from fleet.runtimes.systemd import HAND_EDITED, SYSTEMD, host_units, parse_unit_definition
+from fleet.runtimes.systemd_unit import UNIT_DIR
 from fleet.spec.models import GpuSpec, Host, HostSsh
 from tests.conftest import CORPUS
 from tests.unit.runtimes.test_systemd_unit import seat
@@ -88,3 +92,26 @@ def test_unit_definition_reads_argv_environment_and_labels() -> None:
     assert definition["command"] == ["two words", "100%", "$HOME"]
     assert definition["environment"] == {"A": "b c", "CUDA_VISIBLE_DEVICES": ""}
     assert definition["labels"][HASH_LABEL] == "h"
+
+
+@pytest.mark.parametrize(
+    ("unit", "listed"),
+    [
+        ("ExecStart=/usr/local/bin/llama-server -m /models/m.gguf --port 8080", True),
+        ("ExecStart=/opt/venv/bin/vllm serve /models/m --port 8000", True),
+        ("ExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /models/m", True),
+        ("ExecStart=/usr/bin/python3.11 -m sglang.launch_server --model-path /models/m", True),
+        ("ExecStart=/usr/sbin/nginx -g 'daemon off;'", False),
+        ("ExecStart=/usr/bin/python3 -m http.server 8000", False),
+    ],
+    ids=["llama-server", "vllm", "sglang", "sglang-python3.11", "nginx", "python-other"],
+)
+def test_a_hand_made_unit_of_every_engine_is_listed(
+    tmp_path: Path, unit: str, listed: bool
+) -> None:
+    """The host's unit listing, run by a real shell on a unit directory holding one
+    hand-made unit: every registered engine's executable is seen, nothing else is."""
+    (tmp_path / "hand-made.service").write_text(f"[Service]\n{unit}\n")
+    script = host_units().replace(UNIT_DIR, str(tmp_path), 1)
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
+    assert (out.stdout.split() == ["hand-made.service"]) is listed
