@@ -13,6 +13,7 @@ from enum import StrEnum
 from fleet.base import CoreModel, Severity
 from fleet.observed.model_use import model_findings
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
+from fleet.runtimes import RUNTIMES, runtime_for
 from fleet.spec.images import parse_image
 from fleet.spec.models import DesiredFleet, Seat
 
@@ -168,13 +169,14 @@ def _seat_findings(
             message=f"container is {container.state} (exit code {container.exit_code}"
             f", {container.restart_count} restarts)",
         )
-    if container.runtime == "systemd" and container.restart_count > 0:
+    runtime = runtime_for(host.runtime) if host.runtime in RUNTIMES else None
+    if runtime is not None and runtime.REPORTS_RESTARTS and container.restart_count > 0:
         since = f" since {host.applied_at}" if host.applied_at else ""
         yield Finding(
             kind=FindingKind.RESTARTED_BY_RUNTIME,
             target=target,
             message=f"seat {seat.name} restarted {container.restart_count} "
-            f"time{'s' if container.restart_count > 1 else ''} by systemd{since}",
+            f"time{'s' if container.restart_count > 1 else ''} by {runtime.RESTARTED_BY}{since}",
         )
     yield from _image_findings(desired, target, seat)
     if spec is not None and spec.served_name not in seat.served_names and seat.served_names:

@@ -15,7 +15,7 @@ from pydantic import Field, PrivateAttr
 from fleet.base import CoreModel
 from fleet.engines import concurrency
 from fleet.engines.report import EngineReport
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.facts.model_config import ModelFacts
 from fleet.facts.model_files import DiskFree, ModelFile, SourceListing
 from fleet.facts.provenance import RecordedFile
@@ -84,7 +84,7 @@ class ObservedSeat(CoreModel):
 
     name: str = Field(description="fleet.seat label, or the container name if unmanaged")
     managed: bool
-    container: ContainerFact
+    container: Instance
     engine_name: str | None = Field(None, description="the engine its process runs, if any")
     served_names: tuple[str, ...] = ()
     model: str | None = None
@@ -147,7 +147,8 @@ class ObservedHost(CoreModel):
     reachable: bool = True
     error: str | None = None
     gpu_error: str | None = None
-    docker_error: str | None = None
+    runtime: str | None = Field(None, description="the runtime its seats were read under")
+    runtime_error: str | None = Field(None, description="its runtime did not answer (why)")
     gpus: tuple[ObservedGpu, ...] = ()
     processes: tuple[GpuProcessUse, ...] = ()
     seats: tuple[ObservedSeat, ...] = ()

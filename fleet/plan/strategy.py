@@ -9,7 +9,7 @@ says it holds, else the new copy's footprint). A CPU seat recreates under `auto`
 host's RAM is shared with every process there and nothing bounds what a second llama.cpp
 process would take, so plan does not promise it fits. A recreate says which aliases are
 down while the seat loads, and how long its last start took (the host's apply journal).
-The second copy is what the host's runtime says it is (`Runtime.SECOND_COPY`: compose a
+The second copy is what the host's runtime runs where it `SURGES` (compose a
 second service `<seat>-b`, systemd a second unit `fleet-<seat>-b.service`); on a runtime
 that runs one copy only, seats recreate and `strategy: surge` is a blocker. Pure.
 """
@@ -76,8 +76,8 @@ def choose(desired: DesiredFleet, observation: Observation, seat: Seat) -> Choic
 
 
 def can_surge(desired: DesiredFleet, seat: Seat) -> bool:
-    """Whether the seat's runtime can run a second copy of it (`Runtime.SECOND_COPY`)."""
-    return runtime_for(desired.hosts[seat.host]).SECOND_COPY is not None
+    """Whether the seat's runtime can run a second copy of it (`Runtime.SURGES`)."""
+    return runtime_for(desired.hosts[seat.host]).SURGES
 
 
 def _auto(desired: DesiredFleet, observation: Observation, seat: Seat) -> Choice:

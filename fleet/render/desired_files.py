@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from fleet.gateways import kind_of
 from fleet.observed.models import Observation, ObservedHost
 from fleet.render.imported_seat import ImportedSeat, import_seat, seat_name
+from fleet.runtimes import runtime_for
 
 HEADER = "# Imported by `fleet import` from what runs on {where}. Review, then commit.\n"
 
@@ -123,12 +124,9 @@ def host_file(host: ObservedHost, access: HostAccess) -> str:
             text += f"memory: {gpu.memory_total_mib}MiB}}\n"
     else:
         text += "gpus: []  # nvidia-smi reports no GPU: a CPU-only host\n"
-    runtimes = {s.container.runtime for s in host.seats if s.engine_name}
-    if "nvidia" in runtimes:
-        text += line("gpu_handover", "runtime", "the engines run with `runtime: nvidia`")
-    if "systemd" in runtimes:
-        text += line("runtime", "systemd", "the engines run as systemd units")
-    text += line("compose_dir", "/srv/fleet", "where fleet will keep its compose file")
+    engines = tuple(s.container for s in host.seats if s.engine_name)
+    for key, value, source in runtime_for(host.runtime or "").import_lines(engines):
+        text += line(key, value, source)
     text += line("models_root", _models_root(host), "the common parent of the model paths")
     return text
 

@@ -12,7 +12,7 @@ The protocol is `fleet.runtimes.base.Runtime`:
 - `host_facts(host)` / `seat_facts(seat)`: the fact-script entries (`Fact.entry` of the
   runtime's own `fleet.facts.script.Fact`s) about the seats the host runs, and about one
   seat for the health gate;
-- `read_seats(output)` -> `SeatInstances`: each seat's instance (`ContainerFact`: state,
+- `read_seats(output)` -> `SeatInstances`: each seat's instance (`Instance`: state,
   pid, labels, live argv), its log since its last start, the definitions fleet wrote there,
   or why the runtime did not answer;
 - `owner(cgroup)`: the instance a GPU process belongs to, from /proc/<pid>/cgroup;

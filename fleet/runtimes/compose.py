@@ -22,10 +22,11 @@ from typing import Any
 from fleet.engines import engine_for
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
-from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
+from fleet.facts.docker_inspect import parse_docker_inspect
+from fleet.facts.instance import Instance
 from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts, body
 from fleet.names import COMPOSE_NAME, HASH_LABEL, MANAGED_LABEL, SEAT_LABEL, in_compose_dir
-from fleet.runtimes.base import SeatInstances
+from fleet.runtimes.base import ImportLine, RuntimeBase, SeatInstances
 from fleet.secrets import compose_escape, mask_argv
 from fleet.spec.load import Sources
 from fleet.spec.models import DesiredFleet, Host, ImagePolicy, Seat
@@ -171,7 +172,7 @@ COMPOSE_FILE: Fact[dict[str, dict[str, Any]]] = Fact(
 )
 
 
-def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
+def _live_argv(container: Instance, cmdline: str | None) -> Instance:
     """The argv the engine process really runs with, when /proc could be read.
 
     A wrapper entrypoint can drop flags docker was asked to pass; the process's own
@@ -181,14 +182,15 @@ def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
     return container.model_copy(update={"argv": argv}) if argv else container
 
 
-class ComposeRuntime:
+class ComposeRuntime(RuntimeBase):
     """Seats as services of the host's compose project (`fleet-<host>`)."""
 
     NAME = "compose"
     DEFINITION = "compose definition"
     RESTORED = "compose file"
     MANAGED_BY = "fleet's compose project"
-    SECOND_COPY: str | None = "a second service <seat>-b of the host's compose project"
+    SURGES = True  # a second service <seat>-b of the host's compose project
+    IMAGE_SOURCE = "docker inspect: the image and its registry digest"
 
     def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
         """A container image: pinned by tag, and by digest as the policy says."""
@@ -209,12 +211,17 @@ class ComposeRuntime:
     def render_seat(self, seat: Seat, host: Host) -> dict[str, Any]:
         return render_service(seat, host)
 
-    def spec_hash(self, definition: dict[str, Any]) -> str | None:
-        labels = definition.get("labels")
-        return labels.get(HASH_LABEL) if isinstance(labels, dict) else None
-
     def render_host(self, desired: DesiredFleet, host_name: str) -> str:
         return render_compose(desired, host_name)
+
+    def import_lines(self, instances: tuple[Instance, ...]) -> list[ImportLine]:
+        """How GPUs reach the containers (where they run under the nvidia runtime), and
+        where fleet will keep its compose file; `runtime:` is compose's by default."""
+        lines: list[ImportLine] = []
+        if any(i.oci_runtime == "nvidia" for i in instances):
+            lines.append(("gpu_handover", "runtime", "the engines run with `runtime: nvidia`"))
+        lines.append(("compose_dir", "/srv/fleet", "where fleet will keep its compose file"))
+        return lines
 
 
 COMPOSE = ComposeRuntime()

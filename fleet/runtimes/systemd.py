@@ -8,9 +8,9 @@ the units fleet wrote and every hand-made unit whose ExecStart starts an engine 
 engine's `EXECUTABLE`),
 and for each prints `systemctl show` (state, MainPID, NRestarts, NeedDaemonReload), the
 main process's /proc cmdline, its journal and its unit file. Each unit becomes a neutral
-instance (`ContainerFact`: id = the unit's name, labels from its `X-Fleet-*` fields); a
+instance (`Instance`: id = the unit's name, labels from its `X-Fleet-*` fields); a
 GPU process belongs to the unit its cgroup names. A surge runs a seat's second copy as a
-second unit, `fleet-<seat>-b.service` on its second port (`SECOND_COPY`), beside the
+second unit, `fleet-<seat>-b.service` on its second port (`SURGES`), beside the
 first and sharing its secrets file; fleet's units are read by unit, so both copies and
 their definitions are seen while both run. What runs these is
 `reconciler.runtimes.systemd`.
@@ -24,13 +24,13 @@ from typing import Any
 
 from fleet.engines import ENGINES
 from fleet.facts.cgroup import parse_cgroup_unit
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts
 from fleet.facts.systemctl import PROPERTIES, UnitStatus, parse_show_blocks, unit_status
 from fleet.facts.unit_journal import parse_unit_journal
 from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.runtimes import systemd_unit as units
-from fleet.runtimes.base import SeatInstances
+from fleet.runtimes.base import ImportLine, RuntimeBase, SeatInstances
 from fleet.secrets import mask_argv, mask_env_value
 from fleet.spec.load import Sources
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host, ImagePolicy, Seat
@@ -132,13 +132,11 @@ def _state(status: UnitStatus) -> str:
     return "created" if status.active_state == "activating" else "exited"
 
 
-def _instance(
-    unit: str, status: UnitStatus, cmdline: str, definition: dict[str, Any]
-) -> ContainerFact:
+def _instance(unit: str, status: UnitStatus, cmdline: str, definition: dict[str, Any]) -> Instance:
     argv = mask_argv(tuple(line for line in cmdline.split("\n") if line))
     env = {k: mask_env_value(k, v) for k, v in definition["environment"].items()}
     visible = env.pop("CUDA_VISIBLE_DEVICES", "")
-    return ContainerFact(
+    return Instance(
         id=unit,
         name=unit.removesuffix(".service"),
         state=_state(status),
@@ -150,7 +148,6 @@ def _instance(
         argv=argv or mask_argv(tuple([definition["image"], *definition["command"]])),
         gpu_request=tuple(g for g in visible.split(",") if g),
         env=env,
-        runtime="systemd",
     )
 
 
@@ -194,14 +191,17 @@ def seat_units(seat: str) -> str:
     return f"cd {units.UNIT_DIR} 2>/dev/null && ls {names} 2>/dev/null"
 
 
-class SystemdRuntime:
+class SystemdRuntime(RuntimeBase):
     """Seats as systemd units on the host (`fleet-<seat>.service`)."""
 
     NAME = "systemd"
     DEFINITION = "unit definition"
     RESTORED = "unit files"
     MANAGED_BY = "fleet's units"
-    SECOND_COPY: str | None = "a second unit fleet-<seat>-b.service"
+    SURGES = True  # a second unit fleet-<seat>-b.service
+    REPORTS_RESTARTS = True  # Restart=on-failure: NRestarts counts what systemd restarted
+    RESTARTED_BY = "systemd"
+    IMAGE_SOURCE = "the unit's ExecStart: the engine's executable"
 
     def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
         """The unit's executable: `image` is the engine's absolute path on the host."""
@@ -224,16 +224,15 @@ class SystemdRuntime:
     def render_seat(self, seat: Seat, host: Host) -> dict[str, Any]:
         return parse_unit_definition(units.render_unit(seat))
 
-    def spec_hash(self, definition: dict[str, Any]) -> str | None:
-        labels = definition.get("labels")
-        return labels.get(HASH_LABEL) if isinstance(labels, dict) else None
-
     def render_host(self, desired: DesiredFleet, host_name: str) -> str:
         """Each seat's unit where its live copy runs (`fleet-<seat>-b` after a surge)."""
         return "".join(
             f"# {units.unit_path(desired.instance_name(s.name))}\n{units.render_unit(s)}\n"
             for s in desired.seats_on(host_name)
         )
+
+    def import_lines(self, instances: tuple[Instance, ...]) -> list[ImportLine]:
+        return [("runtime", self.NAME, "the engines run as systemd units")]
 
 
 SYSTEMD = SystemdRuntime()

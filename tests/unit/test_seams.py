@@ -145,8 +145,6 @@ RUNTIME_WORDS_ALLOWED = {
     "fleet/spec/models.py",
     # the names fleet writes on hosts, each once: compose's own project and service labels
     "fleet/names.py",
-    # an imported seat file's note on where its image came from (a recorded golden)
-    "fleet/render/imported_seat.py",
 }
 
 

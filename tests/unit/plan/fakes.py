@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fleet.engines.vllm.log import EngineReport
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.gateways.litellm.render import render_gateway_config
 from fleet.observed.assemble import observed_seat
@@ -40,7 +40,7 @@ def live_seat(
     (`max_model_len="131072"`: the process runs with that value)."""
     service = render_service(seat, fleet.hosts[seat.host])
     argv = list(live) if live is not None else live_argv(seat.name, seat.extra_args, **argv_edit)
-    container = ContainerFact(
+    container = Instance(
         id=f"{seat.name:0<64}"[:64],
         name=f"fleet-{seat.host}-{seat.name}-1",
         state="running",

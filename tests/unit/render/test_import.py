@@ -10,6 +10,7 @@ from fleet.observed.models import Observation, ObservedGateway
 from fleet.plan.plan import make_plan
 from fleet.render.desired_files import HostAccess, import_fleet
 from fleet.runtimes import validate_fleet
+from fleet.runtimes.compose import COMPOSE
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Severity
 from tests.unit.observe.test_assemble import GPU0, GPU1, container
@@ -94,7 +95,7 @@ def observation() -> Observation:
             "@@FLEET end",
         ]
     )
-    return Observation(observed_at="T", hosts={"rig": assemble_host("rig", output)})
+    return Observation(observed_at="T", hosts={"rig": assemble_host("rig", output, COMPOSE)})
 
 
 def imported() -> dict[str, str]:

@@ -46,7 +46,7 @@ def test_the_recorded_host_has_its_seat_running_on_its_gpu() -> None:
         ("coder",),
     )
     assert coder.engine is not None and coder.engine.kv_cache_tokens == 16384
-    assert observed.docker_error is None
+    assert observed.runtime_error is None
 
 
 def test_the_recorded_unit_carries_the_hash_plan_renders() -> None:
@@ -72,7 +72,7 @@ def test_a_hand_edit_is_drift(old: str, new: str) -> None:
 
 def test_no_systemd_answer_is_an_error_and_a_hand_made_unit_is_unmanaged() -> None:
     silent = RECORDED.replace("@@FLEET systemd-rc 0", "@@FLEET systemd-rc 1")
-    assert assemble_host("rtx3090", silent, SYSTEMD).docker_error == (
+    assert assemble_host("rtx3090", silent, SYSTEMD).runtime_error == (
         "systemd is not answering on this host"
     )
     hand = RECORDED.replace("X-Fleet-Seat=coder\n", "").replace(
