@@ -83,13 +83,13 @@ def seat_script(host: Host, seat: str) -> str:
 
 
 def check_images(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
-    """Each seat's `image` as its host's runtime runs it (compose, the default, where the
-    host is not known: placement names that problem)."""
+    """Each seat's `image` as its host's runtime runs it (none where the host is not known:
+    placement names that problem)."""
     policy = desired.settings.images
     for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         host = desired.hosts.get(seat.host)
-        runtime = runtime_for(host) if host is not None else COMPOSE
-        yield from runtime.check_image(seat, policy, src)
+        if host is not None and host.runtime in RUNTIMES:
+            yield from runtime_for(host).check_image(seat, policy, src)
 
 
 def validate_fleet(loaded: LoadedFleet) -> list[Problem]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import AliasChoices, Field, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
@@ -240,15 +240,21 @@ class Seat(CoreModel):
 
 
 class GatewayRestart(CoreModel):
-    """How the gateway picks up a new config: a container to restart, or a command."""
+    """How the gateway picks up a new config: an instance its host's runtime restarts (a
+    compose host's container, a systemd host's unit), or a command."""
 
-    container: str | None = Field(None, description="Docker container name to restart.")
+    instance: str | None = Field(
+        None,
+        validation_alias=AliasChoices("instance", "container"),
+        description="The proxy's instance on the gateway host, restarted by that host's "
+        "runtime (a container's name; `container:` says the same).",
+    )
     command: str | None = Field(None, description="Command run on the gateway host.")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> GatewayRestart:
-        if (self.container is None) == (self.command is None):
-            raise ValueError("give exactly one of container and command")
+        if (self.instance is None) == (self.command is None):
+            raise ValueError("give exactly one of instance (or container) and command")
         return self
 
 

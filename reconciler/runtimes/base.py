@@ -65,6 +65,10 @@ class RuntimeAdapter(Protocol):
         """Restart a running instance in place (the watchdog's remedy)."""
         ...
 
+    def restart_command(self, instance: str) -> str:
+        """The command that restarts one instance in place (a gateway's `restart:`)."""
+        ...
+
     def read_log(self, conn: HostSession, instance: str, since: str, lines: int) -> str:
         """The last `lines` of an instance's log since a UTC time (`date -u` format)."""
         ...

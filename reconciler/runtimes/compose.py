@@ -79,11 +79,6 @@ def env_file(text: str) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def restart_command(container: str) -> str:
-    """Restart one container in place (a seat's, or the gateway's `restart: {container}`)."""
-    return f"docker restart {shlex.quote(container)}"
-
-
 class ComposeAdapter:
     """docker compose on a host, one service per seat."""
 
@@ -136,7 +131,10 @@ class ComposeAdapter:
         conn.check(f'ids=$(docker ps -aq {mine}); [ -z "$ids" ] || docker rm -f $ids', timeout=300)
 
     def restart(self, conn: HostSession, host: Host, instance: str) -> None:
-        conn.check(restart_command(instance), timeout=300)
+        conn.check(self.restart_command(instance), timeout=300)
+
+    def restart_command(self, instance: str) -> str:
+        return f"docker restart {shlex.quote(instance)}"
 
     def read_log(self, conn: HostSession, instance: str, since: str, lines: int) -> str:
         command = f"docker logs --since {shlex.quote(since)} {shlex.quote(instance)} 2>&1"

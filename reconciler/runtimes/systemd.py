@@ -106,7 +106,10 @@ class SystemdAdapter:
         stop_unit(conn, units.unit_name(seat))
 
     def restart(self, conn: HostSession, host: Host, instance: str) -> None:
-        conn.check(systemctl("restart", instance), timeout=300)
+        conn.check(self.restart_command(instance), timeout=300)
+
+    def restart_command(self, instance: str) -> str:
+        return systemctl("restart", instance)
 
     def read_log(self, conn: HostSession, instance: str, since: str, lines: int) -> str:
         # the current run's output (its invocation), which starts after `since` anyway

@@ -109,7 +109,7 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
     }
     reporter.step(f"{host_name}: upload {runtime.describe(host)}")
     runtime.write_seats(conn, desired, host, current, services)
-    run.undo.composes[host_name] = current
+    run.undo.definitions[host_name] = current
     done = []
     for action in group:
         check_stop(run, host_name)
