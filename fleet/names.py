@@ -31,14 +31,14 @@ def in_compose_dir(compose_dir: str, name: str) -> str:
     return f"{compose_dir.rstrip('/')}/{name}"
 
 
-def lock_path(compose_dir: str) -> str:
-    """Where a host's apply lock lives."""
-    return in_compose_dir(compose_dir, LOCK_NAME)
+def lock_path(state_dir: str) -> str:
+    """Where a host's apply lock lives, in its state directory (`Host.apply_state_dir`)."""
+    return f"{state_dir.rstrip('/')}/{LOCK_NAME}"
 
 
-def journal_path(compose_dir: str) -> str:
-    """Where a host's apply journal lives."""
-    return in_compose_dir(compose_dir, JOURNAL_NAME)
+def journal_path(state_dir: str) -> str:
+    """Where a host's apply journal lives, in its state directory."""
+    return f"{state_dir.rstrip('/')}/{JOURNAL_NAME}"
 
 
 def entry_id(seat: str, alias: str) -> str:

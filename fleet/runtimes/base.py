@@ -28,6 +28,7 @@ from fleet.base import CoreModel
 from fleet.facts.instance import Instance
 from fleet.facts.script import FactOutput
 from fleet.names import HASH_LABEL
+from fleet.spec.host_settings import RuntimeSettings
 from fleet.spec.load import Sources
 from fleet.spec.models import DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
@@ -63,9 +64,11 @@ class Runtime(Protocol):
     (`DesiredFleet.instance_name`) beside the first; where not, its seats recreate and
     `strategy: surge` is a blocker. `REPORTS_RESTARTS`: an instance's restart count means
     the runtime restarted a dead engine (a finding says so, `RESTARTED_BY` who did);
-    `IMAGE_SOURCE` where import read a seat's `image` from."""
+    `IMAGE_SOURCE` where import read a seat's `image` from. `SETTINGS` is the model of
+    the keys of a host file that are the runtime's own (`fleet.spec.host_settings`)."""
 
     NAME: str
+    SETTINGS: type[RuntimeSettings]
     DEFINITION: str
     RESTORED: str
     MANAGED_BY: str
@@ -119,6 +122,7 @@ class RuntimeBase:
     rendering, and inherits these."""
 
     NAME: str
+    SETTINGS: type[RuntimeSettings] = RuntimeSettings
     SURGES: bool = False
     REPORTS_RESTARTS: bool = False
     RESTARTED_BY: str = "the runtime"

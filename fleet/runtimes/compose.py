@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from fleet.engines import engine_for
+from fleet.errors import FleetError
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import parse_docker_inspect
@@ -28,6 +29,7 @@ from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts, body
 from fleet.names import COMPOSE_NAME, HASH_LABEL, MANAGED_LABEL, SEAT_LABEL, in_compose_dir
 from fleet.runtimes.base import ImportLine, RuntimeBase, SeatInstances
 from fleet.secrets import compose_escape, mask_argv
+from fleet.spec.host_settings import ComposeHostSettings, RuntimeSettings
 from fleet.spec.load import Sources
 from fleet.spec.models import DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
@@ -41,9 +43,16 @@ def project_name(desired: DesiredFleet, host: str) -> str:
     return f"{desired.settings.compose.project_prefix}-{host}"
 
 
+def settings_of(host: Host) -> ComposeHostSettings:
+    """A compose host's own settings (its compose directory, how GPUs are handed over)."""
+    if not isinstance(host.settings, ComposeHostSettings):
+        raise FleetError(f"host {host.name} runs {host.runtime}, not compose", where=host.name)
+    return host.settings
+
+
 def compose_path(host: Host) -> str:
     """Where a host's compose file lives on it."""
-    return in_compose_dir(host.compose_dir, COMPOSE_NAME)
+    return in_compose_dir(settings_of(host).compose_dir, COMPOSE_NAME)
 
 
 def engine_args(seat: Seat) -> list[str]:
@@ -65,7 +74,7 @@ def render_service(seat: Seat, host: Host) -> dict[str, Any]:
     environment = {k: compose_escape(v) for k, v in sorted(seat.env.items())}
     if not seat.gpus:
         pass  # a CPU seat: no GPU handed over
-    elif host.gpu_handover == "runtime":
+    elif settings_of(host).gpu_handover == "runtime":
         service["runtime"] = "nvidia"
         environment["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(i) for i in seat.gpus)
     else:
@@ -186,6 +195,7 @@ class ComposeRuntime(RuntimeBase):
     """Seats as services of the host's compose project (`fleet-<host>`)."""
 
     NAME = "compose"
+    SETTINGS: type[RuntimeSettings] = ComposeHostSettings
     DEFINITION = "compose definition"
     RESTORED = "compose file"
     MANAGED_BY = "fleet's compose project"

@@ -32,6 +32,7 @@ from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import ImportLine, RuntimeBase, SeatInstances
 from fleet.secrets import mask_argv, mask_env_value
+from fleet.spec.host_settings import RuntimeSettings, SystemdHostSettings
 from fleet.spec.load import Sources
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
@@ -195,6 +196,7 @@ class SystemdRuntime(RuntimeBase):
     """Seats as systemd units on the host (`fleet-<seat>.service`)."""
 
     NAME = "systemd"
+    SETTINGS: type[RuntimeSettings] = SystemdHostSettings
     DEFINITION = "unit definition"
     RESTORED = "unit files"
     MANAGED_BY = "fleet's units"

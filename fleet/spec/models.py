@@ -9,10 +9,16 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, model_validator
+from pydantic import AliasChoices, Field, SerializeAsAny, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
+from fleet.spec.host_settings import (
+    RUNTIME_SETTINGS,
+    RuntimeSettings,
+    read_settings,
+    unknown_runtime,
+)
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
 from fleet.units import ByteSize, Seconds
 
@@ -132,30 +138,59 @@ class GpuSpec(CoreModel):
     memory: ByteSize = Field(description="Total memory, e.g. 97887MiB.")
 
 
-RuntimeName = Literal["compose", "systemd"]  # the keys of fleet.runtimes.RUNTIMES
-
-
 class Host(CoreModel):
     """desired/hosts/<name>.yaml: a machine reached over SSH, running its seats under a
-    runtime (docker compose by default)."""
+    runtime (docker compose by default). The keys that are not these are the runtime's
+    (`fleet.spec.host_settings`: compose's `compose_dir`, `gpu_handover`), read into
+    `settings` by the model its runtime registered."""
 
     name: str = Field(description="Host name; equals the file name.")
     ssh: HostSsh = Field(description="How to reach the host.")
     address: str = Field(description="Address the gateway uses to reach this host's seats.")
     publish_address: str = Field("0.0.0.0", description="Interface seat ports bind on.")
     gpus: tuple[GpuSpec, ...] = Field((), description="The host's GPUs.")
-    runtime: RuntimeName = Field(
+    runtime: str = Field(
         "compose",
         description="How the host runs its seats: compose (docker compose), or systemd "
         "(a unit per seat; a seat's image is then the engine's executable).",
     )
-    compose_dir: str = Field("/srv/fleet", description="Directory of compose files on the host.")
     models_root: str = Field("/models", description="Directory of model directories.")
-    gpu_handover: Literal["device_requests", "runtime"] = Field(
-        "device_requests",
-        description="device_requests: compose device reservations with device_ids; "
-        "runtime: `runtime: nvidia` with NVIDIA_VISIBLE_DEVICES.",
+    state_dir: str | None = Field(
+        None,
+        description="Directory of fleet's apply lock and journal on the host [the runtime's: "
+        "compose_dir on a compose host, /srv/fleet otherwise].",
     )
+    settings: SkipJsonSchema[SerializeAsAny[RuntimeSettings]] = Field(
+        default_factory=lambda: RUNTIME_SETTINGS["compose"](),
+        description="The runtime's own settings, read from the file's other keys.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runtime_settings(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or isinstance(data.get("settings"), RuntimeSettings):
+            return data
+        neutral = set(cls.model_fields) - {"settings"}
+        own = {k: v for k, v in data.items() if k in neutral}
+        runtime = own.get("runtime", "compose")
+        if isinstance(runtime, str) and runtime in RUNTIME_SETTINGS:
+            given = data.get("settings")
+            others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
+            keys = {**(given if isinstance(given, dict) else {}), **others}
+            own["settings"] = read_settings(runtime, keys, neutral)
+        return own
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, value: str) -> str:
+        if value not in RUNTIME_SETTINGS:
+            raise unknown_runtime(value)
+        return value
+
+    @property
+    def apply_state_dir(self) -> str:
+        """Where fleet keeps the host's apply lock and journal."""
+        return self.state_dir or self.settings.default_state_dir()
 
 
 class Speculative(CoreModel):

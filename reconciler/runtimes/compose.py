@@ -20,12 +20,12 @@ from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError
 from fleet.names import COMPOSE_PROJECT_LABEL, COMPOSE_SERVICE_LABEL, SEAT_LABEL
 from fleet.runtimes.base import Runtime
-from fleet.runtimes.compose import COMPOSE, HEADER, compose_path, project_name
+from fleet.runtimes.compose import COMPOSE, HEADER, compose_path, project_name, settings_of
 from fleet.secrets import referenced_variables
 from fleet.spec.models import DesiredFleet, Host
 from fleet.yamltext import dump_yaml, load_yaml
 from reconciler.host import HostSession, checked
-from reconciler.runtimes.base import Snapshot
+from reconciler.runtimes.base import AdoptsHandMade, Snapshot
 
 
 def compose(desired: DesiredFleet, host: Host, *args: str) -> str:
@@ -79,7 +79,7 @@ def env_file(text: str) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-class ComposeAdapter:
+class ComposeAdapter(AdoptsHandMade):
     """docker compose on a host, one service per seat."""
 
     runtime: Runtime = COMPOSE
@@ -101,8 +101,9 @@ class ComposeAdapter:
         text = merged_compose(desired, host, previous, changes)
         path = compose_path(host)
         secrets = env_file(text)
-        conn.check(f"mkdir -p {shlex.quote(host.compose_dir)}")
-        conn.write_file_atomic(f"{host.compose_dir.rstrip('/')}/.env", secrets, mode=0o600)
+        directory = settings_of(host).compose_dir
+        conn.check(f"mkdir -p {shlex.quote(directory)}")
+        conn.write_file_atomic(f"{directory.rstrip('/')}/.env", secrets, mode=0o600)
         if previous is not None:
             conn.write_file_atomic(path + ".prev", previous)
         conn.write_file_atomic(path, text)

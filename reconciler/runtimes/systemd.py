@@ -30,7 +30,7 @@ from fleet.runtimes.systemd import SYSTEMD, parse_unit_definition
 from fleet.secrets import INTERPOLATION
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host
 from reconciler.host import HostSession
-from reconciler.runtimes.base import Snapshot
+from reconciler.runtimes.base import AdoptsHandMade, Snapshot
 
 LIST_UNITS = f"cd {units.UNIT_DIR} && ls {units.UNIT_PREFIX}*.service 2>/dev/null"
 
@@ -51,7 +51,7 @@ def systemctl(*words: str) -> str:
     return " ".join(["systemctl", *(shlex.quote(w) for w in words)])
 
 
-class SystemdAdapter:
+class SystemdAdapter(AdoptsHandMade):
     """systemd on a host, one unit per seat."""
 
     runtime: Runtime = SYSTEMD
@@ -88,7 +88,7 @@ class SystemdAdapter:
             if units.unit_name(name) in before:
                 conn.write_file_atomic(path + ".prev", before[units.unit_name(name)])
             conn.write_file_atomic(path, units.render_unit(seat))
-        conn.check(f"mkdir -p {shlex.quote(host.compose_dir)} && systemctl daemon-reload")
+        conn.check(f"mkdir -p {shlex.quote(host.apply_state_dir)} && systemctl daemon-reload")
 
     def restore(self, conn: HostSession, host: Host, previous: Snapshot) -> None:
         before: dict[str, str] = json.loads(previous) if previous else {}

@@ -24,8 +24,9 @@ from reconciler.workflows.observe import observe_fleet
 
 
 def with_runtime(host: Host, runtime: str) -> Host:
-    """The host as one that runs its seats under `runtime` (its defaults)."""
-    return host.model_copy(update={"runtime": runtime})
+    """The host as one that runs its seats under `runtime` (with its default settings)."""
+    neutral = host.model_dump(exclude={"settings", "runtime"})
+    return Host.model_validate({**neutral, "runtime": runtime})
 
 
 def fleet_of(aliases: list[str], ssh_config: Path | None) -> DesiredFleet:

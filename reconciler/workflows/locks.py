@@ -31,12 +31,12 @@ HOLDER = re.compile(r"^\S+@(?P<machine>\S+) pid (?P<pid>\d+) ")
 
 def lock_path(host: Host) -> str:
     """Where a host's lock lives."""
-    return names.lock_path(host.compose_dir)
+    return names.lock_path(host.apply_state_dir)
 
 
 def journal_path(host: Host) -> str:
     """Where a host's apply journal lives."""
-    return names.journal_path(host.compose_dir)
+    return names.journal_path(host.apply_state_dir)
 
 
 def holder() -> str:
@@ -49,7 +49,7 @@ def holder() -> str:
 def acquire(conn: HostSession, host: Host) -> None:
     """Take the host's lock, or LockError naming who holds it."""
     path = shlex.quote(lock_path(host))
-    directory = shlex.quote(host.compose_dir)
+    directory = shlex.quote(host.apply_state_dir)
     result = conn.run(
         f"mkdir -p {directory} && (set -C; printf '%s\\n' "
         f"{shlex.quote(holder())} > {path}) 2>/dev/null"

@@ -25,7 +25,7 @@ from fleet.observed.models import (
     ObservedHost,
     ObservedSeat,
 )
-from fleet.runtimes.compose import render_service
+from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet, Seat
 from tests.unit.plan.live_argv import live_argv
 
@@ -38,7 +38,8 @@ def live_seat(
     """The seat running in sync (its hand-written argv and its `extra_args`, or the `live`
     argv a test wrote out for a seat of its own), but for the flags edited
     (`max_model_len="131072"`: the process runs with that value)."""
-    service = render_service(seat, fleet.hosts[seat.host])
+    host = fleet.hosts[seat.host]
+    service = runtime_for(host).render_seat(seat, host)
     argv = list(live) if live is not None else live_argv(seat.name, seat.extra_args, **argv_edit)
     container = Instance(
         id=f"{seat.name:0<64}"[:64],

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import get_args
-
 import pytest
 
 from fleet.runtimes import RUNTIMES, runtime_for
-from fleet.spec.models import DesiredFleet, Gateway, Host, HostSsh, RuntimeName
+from fleet.spec.host_settings import RUNTIME_SETTINGS
+from fleet.spec.models import DesiredFleet, Gateway, Host, HostSsh
 from reconciler.runtimes import ADAPTERS
 from reconciler.workflows.gateway import restart_command
 
 
 def test_the_names_a_host_may_give_are_the_runtimes_there_are() -> None:
-    assert set(get_args(RuntimeName)) == set(RUNTIMES) == set(ADAPTERS)
+    assert set(RUNTIME_SETTINGS) == set(RUNTIMES) == set(ADAPTERS)
 
 
 @pytest.mark.parametrize("name", sorted(RUNTIMES), ids=sorted(RUNTIMES))
