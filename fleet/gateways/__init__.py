@@ -7,20 +7,21 @@ ready, which aliases it lists and whether an alias answers (paths and bodies, no
 what `fleet import` writes of a config found on a host.
 The shell (`reconciler.workflows.gateway`, `reconciler.workflows.bluegreen`) observes,
 applies, verifies and rolls back through it; `fleet.plan.aliases` plans through it.
-LiteLLM (`fleet.gateways.litellm`) is the one kind today; a front in front of it (nginx,
+LiteLLM (`fleet.gateways.litellm`) is the built-in kind; a front in front of it (nginx,
 `fleet.gateways.nginx`) is a capability of the gateway, not a kind.
 
-To add a kind: one module or package here implementing `GatewayKind`, one line in
-`kind_of`, and the value in `Gateway.kind` (desired/gateway.yaml).
+To add a kind: one module or package implementing `GatewayKind`, added by `register` (which
+also makes its name a value of `kind:` in desired/gateway.yaml); `kind_of` picks a
+gateway's kind by that name.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fleet.observed.gateway_config import GatewayConfig
+from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.observed.models import Observation
-from fleet.spec.models import DesiredFleet, Gateway
+from fleet.spec.models import GATEWAY_KINDS, DesiredFleet, Gateway
 
 
 class GatewayKind(Protocol):
@@ -40,8 +41,8 @@ class GatewayKind(Protocol):
 
     def desired_entries(
         self, desired: DesiredFleet, only: frozenset[str]
-    ) -> dict[str, dict[str, Any]]:
-        """alias -> the entry fleet writes for it."""
+    ) -> dict[str, GatewayEntry]:
+        """alias -> the entry fleet writes for it (of `only` seats, if any)."""
         ...
 
     def listed(self, body: Any) -> set[str]:
@@ -68,8 +69,36 @@ class GatewayKind(Protocol):
         ...
 
 
-def kind_of(gateway: Gateway | None) -> GatewayKind:
-    """The kind of a gateway (LiteLLM)."""
+KINDS: dict[str, GatewayKind] = {}
+"""Every gateway kind `kind:` may name, by name (filled by `register`)."""
+
+
+def register(kind: GatewayKind) -> None:
+    """Make a gateway kind known by its name (a value of gateway.yaml's `kind:`)."""
+    KINDS[kind.name] = kind
+    GATEWAY_KINDS.add(kind.name)
+
+
+def unregister(name: str) -> None:
+    """Forget a kind `register` added (a test's own, once it is done)."""
+    KINDS.pop(name, None)
+    GATEWAY_KINDS.discard(name)
+
+
+def kind_of(gateway: Gateway | str) -> GatewayKind:
+    """The kind of a gateway (or of a kind's name); validation made sure it exists."""
+    return KINDS[gateway if isinstance(gateway, str) else gateway.kind]
+
+
+def default_kind() -> GatewayKind:
+    """The kind of a gateway.yaml that names none (what `fleet import` reads a config as)."""
+    return kind_of(str(Gateway.model_fields["kind"].default))
+
+
+def _register_builtin() -> None:
     from fleet.gateways import litellm
 
-    return litellm.LITELLM
+    register(litellm.LITELLM)
+
+
+_register_builtin()

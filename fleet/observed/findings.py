@@ -244,7 +244,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
     if gateway is None or gateway.config is None:
         return
     for entry in gateway.config.entries:
-        probe = gateway.probes.get(entry.api_base or "")
+        probe = gateway.probes.get(entry.address or "")
         if probe is None:
             continue
         if not probe.answers:
@@ -252,7 +252,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
                 kind=FindingKind.DEAD_ALIAS,
                 target=f"alias {entry.alias}",
                 severity=Severity.ERROR,
-                message=f"backend {entry.api_base} does not answer ({probe.error or 'no reply'})",
+                message=f"backend {entry.address} does not answer ({probe.error or 'no reply'})",
             )
             continue
         expected = (entry.model or "").split("/", 1)[-1]
@@ -262,7 +262,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
                 target=f"alias {entry.alias}",
                 severity=Severity.ERROR,
                 message=f"gateway expects model {expected!r} at "
-                f"{entry.api_base}, which serves {', '.join(probe.models)}",
+                f"{entry.address}, which serves {', '.join(probe.models)}",
             )
 
 
@@ -290,8 +290,8 @@ def _fan_in(observation: Observation) -> Iterator[Finding]:
         return
     fan: dict[str, list[str]] = defaultdict(list)
     for entry in gateway.config.entries:
-        if entry.api_base:
-            fan[entry.api_base].append(entry.alias)
+        if entry.address:
+            fan[entry.address].append(entry.alias)
     for api_base, aliases in sorted(fan.items()):
         if len(aliases) >= FAN_IN_THRESHOLD:
             yield Finding(

@@ -14,7 +14,7 @@ import json
 import posixpath
 from dataclasses import dataclass, field
 
-from fleet.gateways import kind_of
+from fleet.gateways import default_kind
 from fleet.observed.models import Observation, ObservedHost
 from fleet.render.imported_seat import ImportedSeat, import_seat, seat_name
 from fleet.runtimes import runtime_for
@@ -78,7 +78,7 @@ def import_fleet(
         proxy = gateway[0]
         address = access[proxy].address if proxy in access else proxy
         where = seat_addresses(seats, access, observation)
-        text, aliases = kind_of(None).imported_file(gateway, address, where, observation)
+        text, aliases = default_kind().imported_file(gateway, address, where, observation)
         result.files["gateway.yaml"] = text
         seats = [s.with_aliases(aliases.get(s.name, ())) for s in seats]
     for seat in seats:

@@ -117,7 +117,7 @@ def _routes(desired: DesiredFleet, observation: Observation) -> Routes:
     routes: Routes = {}
     config = observation.gateway.config if observation.gateway else None
     for entry in config.entries if config else ():
-        routes.setdefault(_endpoint(entry.api_base or ""), []).append(entry.alias)
+        routes.setdefault(_endpoint(entry.address or ""), []).append(entry.alias)
     return routes
 
 
@@ -217,12 +217,12 @@ def _alias_rows(desired: DesiredFleet, observation: Observation) -> tuple[AliasR
     if gateway is None or gateway.config is None:
         return ()
     rows = []
-    for entry in sorted(gateway.config.entries, key=lambda e: (e.alias, e.api_base or "")):
-        probe = gateway.probes.get(entry.api_base or "")
+    for entry in sorted(gateway.config.entries, key=lambda e: (e.alias, e.address or "")):
+        probe = gateway.probes.get(entry.address or "")
         rows.append(
             AliasRow(
                 alias=entry.alias,
-                api_base=entry.api_base,
+                api_base=entry.address,
                 model=entry.model,
                 seat=entry.seat,
                 managed=entry.managed,

@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SerializeAsAny, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
+from pydantic_core import PydanticCustomError
 
 from fleet.base import CoreModel
 from fleet.spec.host_settings import (
@@ -327,10 +328,13 @@ class GatewayFront(CoreModel):
         return self
 
 
-class Gateway(CoreModel):
-    """desired/gateway.yaml: the LiteLLM proxy."""
+GATEWAY_KINDS: set[str] = {"litellm"}  # the names of fleet.gateways.KINDS (its register)
 
-    kind: Literal["litellm"] = Field("litellm", description="The proxy's kind (LiteLLM).")
+
+class Gateway(CoreModel):
+    """desired/gateway.yaml: the gateway proxy (LiteLLM)."""
+
+    kind: str = Field("litellm", description="The proxy's kind (LiteLLM).")
     host: str = Field(description="Host the proxy runs on.")
     config_path: str = Field(description="LiteLLM config file on that host.")
     url: str = Field(description="URL clients use (the front's, if any); fleet verifies there.")
@@ -349,6 +353,16 @@ class Gateway(CoreModel):
         default_factory=dict, description="Alias -> aliases tried when it fails."
     )
     retired_aliases: tuple[str, ...] = Field((), description="Aliases to remove.")
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in GATEWAY_KINDS:
+            known = " or ".join(repr(k) for k in sorted(GATEWAY_KINDS))
+            raise PydanticCustomError(
+                "literal_error", "Input should be {expected}", {"expected": known}
+            )
+        return value
 
     @model_validator(mode="after")
     def _restart_or_front(self) -> Gateway:

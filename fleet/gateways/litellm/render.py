@@ -255,7 +255,7 @@ def _check(config: GatewayConfig, wanted: dict[str, dict[str, Any]], retired: se
     routed = config.by_alias()
     for alias, item in wanted.items():
         entry = routed.get(alias)
-        if entry is None or entry.api_base != item["litellm_params"]["api_base"]:
+        if entry is None or entry.address != item["litellm_params"]["api_base"]:
             raise GatewayError(f"gateway config edit lost alias {alias!r}")
     if retired & set(routed):
         raise GatewayError("gateway config edit kept a retired alias")

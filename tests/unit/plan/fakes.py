@@ -89,11 +89,11 @@ def gateway_in_sync(
     config_text = render_gateway_config(text, fleet)
     config = parse_gateway_config(config_text)
     probes = {
-        e.api_base: BackendProbe(
-            api_base=e.api_base, answers=True, models=((e.model or "").split("/", 1)[-1],)
+        e.address: BackendProbe(
+            api_base=e.address, answers=True, models=((e.model or "").split("/", 1)[-1],)
         )
         for e in config.entries
-        if e.api_base
+        if e.address
     }
     return ObservedGateway(
         host=fleet.gateway.host,
