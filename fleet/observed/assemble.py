@@ -1,6 +1,6 @@
 """Turn the fact script's output for one host into an `ObservedHost`.
 
-Pure: called by `reconciler.observe` with the text one SSH round trip printed and the
+Pure: called by `reconciler.workflows.observe` with the text one SSH round trip printed and the
 host's runtime (`fleet.runtimes`), which reads its seat instances out of it. GPU processes
 are mapped to instances through /proc/<pid>/cgroup, as the runtime reads it (nvidia-smi
 reports the engine's child process, never the container's main pid), instances become

@@ -1,7 +1,7 @@
 """What observation found on the live fleet: hosts, GPUs, containers, models, gateway.
 
-Built by `fleet.assemble` from the fact script's output (one host at a time) and by
-`reconciler.observe` for the gateway; read by findings, diff, plan and the inventory.
+Built by `fleet.observed.assemble` from the fact script's output (one host at a time) and
+by `reconciler.workflows.observe` for the gateway; read by findings, diff, plan and the inventory.
 Everything here is a fact read off a host; nothing is typed by hand.
 """
 

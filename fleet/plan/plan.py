@@ -5,7 +5,7 @@ included). Waves follow from the action kinds (`fleet.plan.actions`): seats per 
 the gateway (alias changes, then its restart), removals (only with prune).
 A seat in sync yields a no-op that says why. Blockers (a missing model, GPU memory that
 will not fit, a flag the image's vLLM does not know, an unreachable host) stop apply.
-The plan can be saved with the fingerprint of every fact it relied on (`fleet.fingerprint`).
+The plan can be saved with the fingerprint of every fact it relied on (`fleet.plan.fingerprint`).
 """
 
 from __future__ import annotations

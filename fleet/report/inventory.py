@@ -1,7 +1,7 @@
 """The inventory: what is deployed, derived from facts only, as data.
 
 `build_inventory` turns an `Observation` (plus desired/ for names and bands) into an
-`Inventory`; `fleet.render.inventory` prints it as Markdown or JSON. Volatile facts (pids,
+`Inventory`; `fleet.report.inventory_text` prints it as Markdown or JSON. Volatile facts (pids,
 start times, restart counts) are left out so that two generations from the same fleet are
 identical but for the timestamp, which is what `fleet check` relies on.
 """
