@@ -21,13 +21,15 @@ from typing import Any, Protocol
 
 from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.observed.models import Observation
-from fleet.spec.models import GATEWAY_KINDS, DesiredFleet, Gateway
+from fleet.spec.host_settings import KIND_SETTINGS, KindSettings, register_kind_settings
+from fleet.spec.models import DesiredFleet, Gateway
 
 
 class GatewayKind(Protocol):
     """One kind of gateway proxy."""
 
     name: str
+    settings: type[KindSettings]  # the model of gateway.yaml's keys that are the kind's
     readiness_path: str  # GET: 200 once the proxy serves
     models_path: str  # GET: the aliases it lists
 
@@ -69,20 +71,32 @@ class GatewayKind(Protocol):
         ...
 
 
+class GatewayKindBase:
+    """The defaults of a gateway kind (see `GatewayKind`): no keys of its own in
+    gateway.yaml, no authorization header."""
+
+    settings: type[KindSettings] = KindSettings
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        """No header: the proxy takes no key."""
+        return {}
+
+
 KINDS: dict[str, GatewayKind] = {}
 """Every gateway kind `kind:` may name, by name (filled by `register`)."""
 
 
 def register(kind: GatewayKind) -> None:
-    """Make a gateway kind known by its name (a value of gateway.yaml's `kind:`)."""
+    """Make a gateway kind known by its name (a value of gateway.yaml's `kind:`, its other
+    keys read by the kind's `settings` model)."""
     KINDS[kind.name] = kind
-    GATEWAY_KINDS.add(kind.name)
+    register_kind_settings(kind.name, kind.settings)
 
 
 def unregister(name: str) -> None:
     """Forget a kind `register` added (a test's own, once it is done)."""
     KINDS.pop(name, None)
-    GATEWAY_KINDS.discard(name)
+    KIND_SETTINGS.pop(name, None)
 
 
 def kind_of(gateway: Gateway | str) -> GatewayKind:

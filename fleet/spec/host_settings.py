@@ -1,4 +1,4 @@
-"""A host's runtime settings: the keys of desired/hosts/<host>.yaml that belong to its runtime.
+"""A backend's own settings: the keys of a host file its runtime owns, of gateway.yaml its kind.
 
 A host file is flat (`runtime: compose` beside `compose_dir:`), but only the neutral keys
 are `fleet.spec.models.Host`'s own; every other key is its runtime's, validated by the
@@ -10,14 +10,17 @@ carries no runtime's fields. Where fleet keeps a host's apply lock and journal i
 host's `state_dir`, by default the runtime's (`RuntimeSettings.default_state_dir`: the
 compose directory on a compose host, `/srv/fleet` otherwise, where it always was).
 
-The spec layer cannot import a runtime, so the built-in runtimes' models live here and
-`fleet.runtimes.register` registers another runtime's own (`Runtime.SETTINGS`).
+gateway.yaml is read the same way: `kind:` chooses the model of its other keys
+(`KIND_SETTINGS`: LiteLLM's `provider_prefix` and `alias_params`).
+
+The spec layer cannot import a runtime or a gateway kind, so the built-in ones' models live
+here; `fleet.runtimes.register` and `fleet.gateways.register` add another's own.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from pydantic import Field, ValidationError
@@ -62,47 +65,89 @@ RUNTIME_SETTINGS: dict[str, type[RuntimeSettings]] = {
 """Each runtime's settings model, by the runtime's name (`runtime:` of a host file)."""
 
 
+class KindSettings(CoreModel):
+    """The settings of a gateway kind, read from gateway.yaml's other keys (a kind's
+    subclass; this one has none)."""
+
+    def named_aliases(self) -> Iterator[tuple[str, str]]:
+        """(key, alias) for each alias a setting names, which must be a seat's."""
+        return iter(())
+
+
+class LiteLLMSettings(KindSettings):
+    """LiteLLM's own keys of gateway.yaml."""
+
+    provider_prefix: str = Field("hosted_vllm/", description="LiteLLM provider prefix.")
+    alias_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Extra litellm_params per alias."
+    )
+
+    def named_aliases(self) -> Iterator[tuple[str, str]]:
+        for alias in self.alias_params:
+            yield "alias_params", alias
+
+
+KIND_SETTINGS: dict[str, type[KindSettings]] = {"litellm": LiteLLMSettings}
+"""Each gateway kind's settings model, by the kind's name (`kind:` of gateway.yaml)."""
+
+
 def register_settings(runtime: str, model: type[RuntimeSettings]) -> None:
     """Make `runtime` a value of `runtime:`, its host files' own keys read by `model`."""
     RUNTIME_SETTINGS[runtime] = model
 
 
-def unknown_runtime(name: str) -> PydanticCustomError:
-    """`runtime: expected one of ...` for a runtime no one registered."""
-    known = [repr(n) for n in RUNTIME_SETTINGS]
+def register_kind_settings(kind: str, model: type[KindSettings]) -> None:
+    """Make `kind` a value of gateway.yaml's `kind:`, its other keys read by `model`."""
+    KIND_SETTINGS[kind] = model
+
+
+def unknown_runtime(name: str, registry: Iterable[str] | None = None) -> PydanticCustomError:
+    """`runtime: expected one of ...` (or `kind:`) for a backend no one registered."""
+    known = [repr(n) for n in (RUNTIME_SETTINGS if registry is None else registry)]
     expected = f"{', '.join(known[:-1])} or {known[-1]}" if len(known) > 1 else known[0]
     return PydanticCustomError(
         "literal_error", "Input should be {expected}", {"expected": expected}
     )
 
 
-def read_settings(runtime: str, keys: dict[str, Any], neutral: Iterable[str]) -> RuntimeSettings:
-    """The runtime's settings of a host file's own keys; each key the runtime does not
-    take is an error at that key, naming the runtime (and the one it belongs to)."""
-    model = RUNTIME_SETTINGS[runtime]
+def read_settings(
+    models: Mapping[str, type[CoreModel]],
+    what: str,
+    name: str,
+    keys: dict[str, Any],
+    neutral: Iterable[str],
+) -> CoreModel:
+    """The settings of a backend (`name` in `models`: a host's runtime, a gateway's kind)
+    from a file's own keys; each key it does not take is an error at that key, naming the
+    backend (and the one it belongs to)."""
+    model = models[name]
     errors = [
-        InitErrorDetails(type=_not_its_setting(runtime, key, neutral), loc=(key,), input=value)
+        InitErrorDetails(
+            type=_not_its_setting(models, what, name, key, neutral), loc=(key,), input=value
+        )
         for key, value in keys.items()
         if key not in model.model_fields
     ]
     if errors:
-        raise ValidationError.from_exception_data("host settings", errors)
+        raise ValidationError.from_exception_data(f"{what} settings", errors)
     return model.model_validate(keys)
 
 
-def _not_its_setting(runtime: str, key: str, neutral: Iterable[str]) -> PydanticCustomError:
-    owners = sorted(n for n, m in RUNTIME_SETTINGS.items() if key in m.model_fields)
+def _not_its_setting(
+    models: Mapping[str, type[CoreModel]], what: str, name: str, key: str, neutral: Iterable[str]
+) -> PydanticCustomError:
+    owners = sorted(n for n, m in models.items() if key in m.model_fields)
     if owners:
         return PydanticCustomError(
-            "runtime_setting",
-            "a setting of {owners} hosts, not of this {runtime} host",
-            {"owners": " and ".join(owners), "runtime": runtime},
+            "backend_setting",
+            "a setting of {owners} {what}s, not of this {name} {what}",
+            {"owners": " and ".join(owners), "name": name, "what": what},
         )
-    known = sorted({*neutral, *RUNTIME_SETTINGS[runtime].model_fields})
+    known = sorted({*neutral, *models[name].model_fields})
     match = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f"did you mean {match[0]!r}?" if match else f"known keys: {', '.join(known)}"
     return PydanticCustomError(
-        "runtime_setting",
-        "unknown key on a {runtime} host ({hint})",
-        {"runtime": runtime, "hint": hint},
+        "backend_setting",
+        "unknown key on a {name} {what} ({hint})",
+        {"name": name, "what": what, "hint": hint},
     )

@@ -11,11 +11,12 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SerializeAsAny, field_validator, model_validator
 from pydantic.json_schema import SkipJsonSchema
-from pydantic_core import PydanticCustomError
 
 from fleet.base import CoreModel
 from fleet.spec.host_settings import (
+    KIND_SETTINGS,
     RUNTIME_SETTINGS,
+    KindSettings,
     RuntimeSettings,
     read_settings,
     unknown_runtime,
@@ -178,7 +179,7 @@ class Host(CoreModel):
             given = data.get("settings")
             others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
             keys = {**(given if isinstance(given, dict) else {}), **others}
-            own["settings"] = read_settings(runtime, keys, neutral)
+            own["settings"] = read_settings(RUNTIME_SETTINGS, "host", runtime, keys, neutral)
         return own
 
     @field_validator("runtime")
@@ -328,9 +329,6 @@ class GatewayFront(CoreModel):
         return self
 
 
-GATEWAY_KINDS: set[str] = {"litellm"}  # the names of fleet.gateways.KINDS (its register)
-
-
 class Gateway(CoreModel):
     """desired/gateway.yaml: the gateway proxy (LiteLLM)."""
 
@@ -345,23 +343,35 @@ class Gateway(CoreModel):
     front: GatewayFront | None = Field(
         None, description="A front (nginx): the proxy is then changed blue/green behind it."
     )
-    provider_prefix: str = Field("hosted_vllm/", description="LiteLLM provider prefix.")
-    alias_params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="Extra litellm_params per alias."
-    )
     fallbacks: dict[str, tuple[str, ...]] = Field(
         default_factory=dict, description="Alias -> aliases tried when it fails."
     )
     retired_aliases: tuple[str, ...] = Field((), description="Aliases to remove.")
+    settings: SkipJsonSchema[SerializeAsAny[KindSettings]] = Field(
+        default_factory=lambda: KIND_SETTINGS["litellm"](),
+        description="The kind's own settings, read from the file's other keys.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_settings(cls, data: Any) -> Any:
+        if not isinstance(data, dict) or isinstance(data.get("settings"), KindSettings):
+            return data
+        neutral = set(cls.model_fields) - {"settings"}
+        own = {k: v for k, v in data.items() if k in neutral}
+        kind = own.get("kind", "litellm")
+        if isinstance(kind, str) and kind in KIND_SETTINGS:
+            given = data.get("settings")
+            others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
+            keys = {**(given if isinstance(given, dict) else {}), **others}
+            own["settings"] = read_settings(KIND_SETTINGS, "gateway", kind, keys, neutral)
+        return own
 
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, value: str) -> str:
-        if value not in GATEWAY_KINDS:
-            known = " or ".join(repr(k) for k in sorted(GATEWAY_KINDS))
-            raise PydanticCustomError(
-                "literal_error", "Input should be {expected}", {"expected": known}
-            )
+        if value not in KIND_SETTINGS:
+            raise unknown_runtime(value, KIND_SETTINGS)
         return value
 
     @model_validator(mode="after")

@@ -33,6 +33,7 @@ from fleet.engines.report import EngineReport
 from fleet.facts.argv import EngineArgs
 from fleet.facts.instance import Instance
 from fleet.facts.script import Fact, FactOutput, Parts
+from fleet.gateways import GatewayKindBase
 from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL, entry_id, entry_seat
 from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.observed.models import Observation
@@ -298,7 +299,7 @@ class ToyHost(FakeHost):
 GATE_CONFIG = "/etc/toygate.json"
 
 
-class ToyGate:
+class ToyGate(GatewayKindBase):
     """A proxy whose config is JSON: `{"routes": {alias: {...}}}`."""
 
     name = "toygate"
@@ -344,9 +345,6 @@ class ToyGate:
 
     def chat(self, alias: str) -> tuple[str, dict[str, Any]]:
         return "/chat", {"alias": alias}
-
-    def headers(self, key: str | None) -> dict[str, str]:
-        return {}
 
     def imported_file(
         self,
@@ -465,8 +463,14 @@ def test_toy_backends_validate_plan_apply_inventory_and_drift(toys: FakeFleet) -
         ),
         ("seats/tiny.yaml", "gpus: []", "gpus: [0]", "the toy runs on the CPU only"),
         ("gateway.yaml", "kind: toygate", "kind: toygait", "kind: expected one of"),
+        (
+            "gateway.yaml",
+            "host: gate",
+            "host: gate\nprovider_prefix: openai/",
+            "provider_prefix: a setting of litellm gateways, not of this toygate gateway",
+        ),
     ],
-    ids=["compose-key-on-toy-host", "toy-engine-rule", "unknown-kind"],
+    ids=["compose-key-on-toy-host", "toy-engine-rule", "unknown-kind", "litellm-key-on-toy-kind"],
 )
 def test_toy_backends_own_their_rules(
     toys: FakeFleet, rel: str, old: str, new: str, message: str

@@ -14,17 +14,20 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.facts.openai_models import model_ids
+from fleet.gateways import GatewayKindBase
 from fleet.gateways.litellm.config import entry_of, parse_gateway_config
 from fleet.gateways.litellm.imported import gateway_file
 from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.observed.models import Observation
+from fleet.spec.host_settings import KindSettings, LiteLLMSettings
 from fleet.spec.models import DesiredFleet
 
 
-class LiteLLM:
+class LiteLLM(GatewayKindBase):
     """The LiteLLM proxy (`litellm --config`)."""
 
     name = "litellm"
+    settings: type[KindSettings] = LiteLLMSettings
     readiness_path = "/health/liveliness"
     models_path = "/v1/models"
 
