@@ -91,6 +91,21 @@ KIND_SETTINGS: dict[str, type[KindSettings]] = {"litellm": LiteLLMSettings}
 """Each gateway kind's settings model, by the kind's name (`kind:` of gateway.yaml)."""
 
 
+def settings_schema(models: Mapping[str, type[CoreModel]], what: str) -> Any:
+    """A JSON-schema hook adding each backend's own keys to a file's schema (described as
+    its backend's), so `fleet schema` shows the keys users write beside the neutral ones."""
+
+    def add(schema: dict[str, Any]) -> None:
+        properties = schema.setdefault("properties", {})
+        for name, model in sorted(models.items()):
+            for key, spec in model.model_json_schema().get("properties", {}).items():
+                spec = dict(spec)
+                spec["description"] = f"{what} {name} only: {spec.get('description', '')}"
+                properties.setdefault(key, spec)
+
+    return add
+
+
 def register_settings(runtime: str, model: type[RuntimeSettings]) -> None:
     """Make `runtime` a value of `runtime:`, its host files' own keys read by `model`."""
     RUNTIME_SETTINGS[runtime] = model

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import AliasChoices, Field, SerializeAsAny, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
@@ -19,6 +26,7 @@ from fleet.spec.host_settings import (
     KindSettings,
     RuntimeSettings,
     read_settings,
+    settings_schema,
     unknown_runtime,
 )
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
@@ -145,6 +153,8 @@ class Host(CoreModel):
     runtime (docker compose by default). The keys that are not these are the runtime's
     (`fleet.spec.host_settings`: compose's `compose_dir`, `gpu_handover`), read into
     `settings` by the model its runtime registered."""
+
+    model_config = ConfigDict(json_schema_extra=settings_schema(RUNTIME_SETTINGS, "runtime"))
 
     name: str = Field(description="Host name; equals the file name.")
     ssh: HostSsh = Field(description="How to reach the host.")
@@ -331,6 +341,8 @@ class GatewayFront(CoreModel):
 
 class Gateway(CoreModel):
     """desired/gateway.yaml: the gateway proxy (LiteLLM)."""
+
+    model_config = ConfigDict(json_schema_extra=settings_schema(KIND_SETTINGS, "kind"))
 
     kind: str = Field("litellm", description="The proxy's kind (LiteLLM).")
     host: str = Field(description="Host the proxy runs on.")
