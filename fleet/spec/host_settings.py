@@ -125,6 +125,27 @@ def unknown_runtime(name: str, registry: Iterable[str] | None = None) -> Pydanti
     )
 
 
+def with_settings(
+    data: Any,
+    neutral: set[str],
+    models: Mapping[str, type[CoreModel]],
+    what: str,
+    tag: tuple[str, str],
+) -> Any:
+    """A file's data with the keys that are not `neutral` read into `settings` by the model
+    its `tag` key (`runtime`, `kind`; its default beside it) chooses."""
+    if not isinstance(data, dict) or isinstance(data.get("settings"), CoreModel):
+        return data
+    own = {k: v for k, v in data.items() if k in neutral}
+    name = own.get(tag[0], tag[1])
+    if isinstance(name, str) and name in models:
+        given = data.get("settings")
+        others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
+        keys = {**(given if isinstance(given, dict) else {}), **others}
+        own["settings"] = read_settings(models, what, name, keys, neutral)
+    return own
+
+
 def read_settings(
     models: Mapping[str, type[CoreModel]],
     what: str,

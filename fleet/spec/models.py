@@ -25,9 +25,9 @@ from fleet.spec.host_settings import (
     RUNTIME_SETTINGS,
     KindSettings,
     RuntimeSettings,
-    read_settings,
     settings_schema,
     unknown_runtime,
+    with_settings,
 )
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
 from fleet.units import ByteSize, Seconds
@@ -180,17 +180,8 @@ class Host(CoreModel):
     @model_validator(mode="before")
     @classmethod
     def _runtime_settings(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or isinstance(data.get("settings"), RuntimeSettings):
-            return data
         neutral = set(cls.model_fields) - {"settings"}
-        own = {k: v for k, v in data.items() if k in neutral}
-        runtime = own.get("runtime", "compose")
-        if isinstance(runtime, str) and runtime in RUNTIME_SETTINGS:
-            given = data.get("settings")
-            others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
-            keys = {**(given if isinstance(given, dict) else {}), **others}
-            own["settings"] = read_settings(RUNTIME_SETTINGS, "host", runtime, keys, neutral)
-        return own
+        return with_settings(data, neutral, RUNTIME_SETTINGS, "host", ("runtime", "compose"))
 
     @field_validator("runtime")
     @classmethod
@@ -367,17 +358,8 @@ class Gateway(CoreModel):
     @model_validator(mode="before")
     @classmethod
     def _kind_settings(cls, data: Any) -> Any:
-        if not isinstance(data, dict) or isinstance(data.get("settings"), KindSettings):
-            return data
         neutral = set(cls.model_fields) - {"settings"}
-        own = {k: v for k, v in data.items() if k in neutral}
-        kind = own.get("kind", "litellm")
-        if isinstance(kind, str) and kind in KIND_SETTINGS:
-            given = data.get("settings")
-            others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
-            keys = {**(given if isinstance(given, dict) else {}), **others}
-            own["settings"] = read_settings(KIND_SETTINGS, "gateway", kind, keys, neutral)
-        return own
+        return with_settings(data, neutral, KIND_SETTINGS, "gateway", ("kind", "litellm"))
 
     @field_validator("kind")
     @classmethod
