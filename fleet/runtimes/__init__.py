@@ -11,7 +11,7 @@ The protocol is `fleet.runtimes.base.Runtime`:
 - `check_image(seat, policy, src)`: the offline rules on a seat's `image` (a container
   image's tag and digest; a unit's executable path), run by `validate_fleet` here beside
   the spec's and the engines' rules;
-- `host_facts(host)` / `seat_facts(seat)`: the fact-script entries (`Fact.entry` of the
+- `host_facts(host)` / `seat_facts(host, seat)`: the fact-script entries (`Fact.entry` of the
   runtime's own `fleet.facts.script.Fact`s) about the seats the host runs, and about one
   seat for the health gate;
 - `read_seats(output)` -> `SeatInstances`: each seat's instance (`Instance`: state,
@@ -103,7 +103,7 @@ def host_script(
 
 def seat_script(host: Host, seat: str) -> str:
     """What the health gate reads about one seat on its host (one round trip)."""
-    return script((GPUS.entry(), GPU_PROCESSES.entry(), *runtime_for(host).seat_facts(seat)))
+    return script((GPUS.entry(), GPU_PROCESSES.entry(), *runtime_for(host).seat_facts(host, seat)))
 
 
 def check_images(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:

@@ -87,7 +87,7 @@ class Runtime(Protocol):
         the definitions fleet wrote there."""
         ...
 
-    def seat_facts(self, seat: str) -> tuple[str, ...]:
+    def seat_facts(self, host: Host, seat: str) -> tuple[str, ...]:
         """Only the entries the health gate reads about one seat's instance."""
         ...
 

@@ -209,7 +209,7 @@ class ComposeRuntime(RuntimeBase):
     def host_facts(self, host: Host) -> tuple[str, ...]:
         return (CONTAINERS.entry(""), COMPOSE_FILE.entry(compose_path(host)))
 
-    def seat_facts(self, seat: str) -> tuple[str, ...]:
+    def seat_facts(self, host: Host, seat: str) -> tuple[str, ...]:
         return (CONTAINERS.entry(" --filter " + shlex.quote(f"label={SEAT_LABEL}={seat}")),)
 
     def read_seats(self, output: FactOutput) -> SeatInstances:

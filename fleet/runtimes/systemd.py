@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from fleet.engines import ENGINES
+from fleet.errors import FleetError
 from fleet.facts.cgroup import parse_cgroup_unit
 from fleet.facts.instance import Instance
 from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts
@@ -39,9 +40,9 @@ from fleet.spec.problems import Problem
 from fleet.spec.seat_rules import seat_file
 
 
-def _unit_loop(selector: str) -> str:
+def _unit_loop(unit_dir: str, selector: str) -> str:
     """Shell printing, for each unit `selector` lists, what observe reads of it."""
-    unit_file = f'"{units.UNIT_DIR}/$u"'
+    unit_file = f'"{unit_dir}/$u"'
     return (
         "systemctl show -p Version --value >/dev/null 2>&1\nmark systemd-rc $?\n"
         f"units=$({selector})\n"
@@ -57,12 +58,19 @@ def _unit_loop(selector: str) -> str:
     )
 
 
-def host_units() -> str:
+def dirs_of(host: Host) -> SystemdHostSettings:
+    """A systemd host's own settings (its unit and secrets directories)."""
+    if not isinstance(host.settings, SystemdHostSettings):
+        raise FleetError(f"host {host.name} runs {host.runtime}, not systemd", where=host.name)
+    return host.settings
+
+
+def host_units(unit_dir: str = units.UNIT_DIR) -> str:
     """Shell listing fleet's units and every hand-made unit whose ExecStart starts an
     engine (as each registered engine's `EXECUTABLE` says a host starts it)."""
     starts = "|".join(f"({engine.EXECUTABLE})" for engine in ENGINES.values())
     return (
-        f"cd {units.UNIT_DIR} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
+        f"cd {unit_dir} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
         f" grep -l -E {shlex.quote(f'^ExecStart=({starts})')} *.service 2>/dev/null; }}"
         " | sort -u"
     )
@@ -186,10 +194,10 @@ UNITS: Fact[SeatInstances] = Fact(
 )
 
 
-def seat_units(seat: str) -> str:
+def seat_units(seat: str, unit_dir: str = units.UNIT_DIR) -> str:
     """Shell listing the units of one seat's copies that exist (one, or two mid-surge)."""
     names = " ".join(shlex.quote(units.unit_name(n)) for n in (seat, f"{seat}{SECOND_COPY}"))
-    return f"cd {units.UNIT_DIR} 2>/dev/null && ls {names} 2>/dev/null"
+    return f"cd {unit_dir} 2>/dev/null && ls {names} 2>/dev/null"
 
 
 class SystemdRuntime(RuntimeBase):
@@ -212,10 +220,12 @@ class SystemdRuntime(RuntimeBase):
             yield src.problem(seat_file(seat), ("image",), f"{message}, not {seat.image!r}")
 
     def host_facts(self, host: Host) -> tuple[str, ...]:
-        return (UNITS.entry(host_units()),)
+        unit_dir = dirs_of(host).unit_dir
+        return (UNITS.entry(unit_dir, host_units(unit_dir)),)
 
-    def seat_facts(self, seat: str) -> tuple[str, ...]:
-        return (UNITS.entry(seat_units(seat)),)
+    def seat_facts(self, host: Host, seat: str) -> tuple[str, ...]:
+        unit_dir = dirs_of(host).unit_dir
+        return (UNITS.entry(unit_dir, seat_units(seat, unit_dir)),)
 
     def read_seats(self, output: FactOutput) -> SeatInstances:
         return output[UNITS]
@@ -224,12 +234,14 @@ class SystemdRuntime(RuntimeBase):
         return parse_cgroup_unit(cgroup)
 
     def render_seat(self, seat: Seat, host: Host) -> dict[str, Any]:
-        return parse_unit_definition(units.render_unit(seat))
+        return parse_unit_definition(units.render_unit(seat, dirs_of(host).env_dir))
 
     def render_host(self, desired: DesiredFleet, host_name: str) -> str:
         """Each seat's unit where its live copy runs (`fleet-<seat>-b` after a surge)."""
+        where = dirs_of(desired.hosts[host_name])
         return "".join(
-            f"# {units.unit_path(desired.instance_name(s.name))}\n{units.render_unit(s)}\n"
+            f"# {units.unit_path(desired.instance_name(s.name), where.unit_dir)}\n"
+            f"{units.render_unit(s, where.env_dir)}\n"
             for s in desired.seats_on(host_name)
         )
 

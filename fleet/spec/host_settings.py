@@ -3,8 +3,8 @@
 A host file is flat (`runtime: compose` beside `compose_dir:`), but only the neutral keys
 are `fleet.spec.models.Host`'s own; every other key is its runtime's, validated by the
 model that runtime registered under its name (`RUNTIME_SETTINGS`, chosen by `runtime:`,
-as a pydantic discriminated union would): compose's `compose_dir` and `gpu_handover`;
-systemd has none of its own yet (its unit and secrets directories are fixed paths). So a
+as a pydantic discriminated union would): compose's `compose_dir` and `gpu_handover`,
+systemd's `unit_dir` and `env_dir` (where its units and their secrets files go). So a
 compose-only key on a systemd host is an error naming the runtime, and a neutral model
 carries no runtime's fields. Where fleet keeps a host's apply lock and journal is the
 host's `state_dir`, by default the runtime's (`RuntimeSettings.default_state_dir`: the
@@ -54,8 +54,18 @@ class ComposeHostSettings(RuntimeSettings):
         return self.compose_dir
 
 
+PLAIN_PATH = r"^/[A-Za-z0-9_./-]+$"  # written into unit files and shell commands as is
+
+
 class SystemdHostSettings(RuntimeSettings):
-    """A systemd host's own keys (none yet: units go to /etc/systemd/system)."""
+    """A systemd host's own keys: where fleet's units and their secrets files go."""
+
+    unit_dir: str = Field(
+        "/etc/systemd/system", pattern=PLAIN_PATH, description="Directory of fleet's units."
+    )
+    env_dir: str = Field(
+        "/etc/fleet", pattern=PLAIN_PATH, description="Directory of the units' secrets files."
+    )
 
 
 RUNTIME_SETTINGS: dict[str, type[RuntimeSettings]] = {

@@ -152,7 +152,7 @@ class ToyRuntime(RuntimeBase):
     def host_facts(self, host: Host) -> tuple[str, ...]:
         return (TOY_FACT.entry("all"),)
 
-    def seat_facts(self, seat: str) -> tuple[str, ...]:
+    def seat_facts(self, host: Host, seat: str) -> tuple[str, ...]:
         return (TOY_FACT.entry(shlex.quote(seat)),)
 
     def read_seats(self, output: FactOutput) -> SeatInstances:

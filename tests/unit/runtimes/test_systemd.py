@@ -8,13 +8,14 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from fleet.names import HASH_LABEL
 from fleet.observed.assemble import assemble_host
 from fleet.runtimes import runtime_for
 from fleet.runtimes.systemd import HAND_EDITED, SYSTEMD, host_units, parse_unit_definition
-from fleet.runtimes.systemd_unit import UNIT_DIR
-from fleet.spec.models import GpuSpec, Host, HostSsh
+from fleet.spec.host_settings import SystemdHostSettings
+from fleet.spec.models import DesiredFleet, GpuSpec, Host, HostSsh
 from tests.conftest import CORPUS
 from tests.unit.runtimes.test_systemd_unit import seat
 
@@ -112,6 +113,36 @@ def test_a_hand_made_unit_of_every_engine_is_listed(
     """The host's unit listing, run by a real shell on a unit directory holding one
     hand-made unit: every registered engine's executable is seen, nothing else is."""
     (tmp_path / "hand-made.service").write_text(f"[Service]\n{unit}\n")
-    script = host_units().replace(UNIT_DIR, str(tmp_path), 1)
+    script = host_units(str(tmp_path))
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
     assert (out.stdout.split() == ["hand-made.service"]) is listed
+
+
+def test_a_host_places_its_units_and_secrets_files_where_it_says() -> None:
+    """`unit_dir` and `env_dir` are the systemd host's own settings: the fact script reads
+    units there and the unit's EnvironmentFile names the secrets file there."""
+    host = HOST.model_copy(
+        update={"settings": SystemdHostSettings(unit_dir="/run/fleet/units", env_dir="/srv/keys")}
+    )
+    secret = seat(name="coder", env={"HF_TOKEN": "${HF_TOKEN}"})
+    fleet = DesiredFleet(hosts={host.name: host}, seats={"coder": secret})
+    rendered = SYSTEMD.render_host(fleet, host.name)
+    assert rendered.startswith("# /run/fleet/units/fleet-coder.service\n")
+    assert "\nEnvironmentFile=/srv/keys/fleet-coder.env\n" in rendered
+    assert "cd /run/fleet/units " in "".join(SYSTEMD.host_facts(host))
+    assert "cd /run/fleet/units " in "".join(SYSTEMD.seat_facts(host, "coder"))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("env_dir", "/etc/fleet keys", "env_dir: String should match pattern"),
+        ("compose_dir", "/srv/fleet", "compose_dir: a setting of compose hosts"),
+    ],
+    ids=["path-with-a-space", "compose-key"],
+)
+def test_a_systemd_hosts_own_keys_are_checked(key: str, value: str, message: str) -> None:
+    data = {"name": "h", "ssh": {"alias": "h"}, "address": "10.0.0.1", "runtime": "systemd"}
+    with pytest.raises(ValidationError) as raised:
+        Host.model_validate({**data, key: value})
+    assert message.split(": ", 1)[1] in str(raised.value) and key in str(raised.value)
