@@ -41,24 +41,30 @@ def in_compose_dir(compose_dir: str, name: str) -> str:
     return f"{compose_dir.rstrip('/')}/{name}"
 
 
-def lock_path(compose_dir: str) -> str:
-    """Where a host's apply lock lives."""
-    return in_compose_dir(compose_dir, LOCK_NAME)
+def lock_path(state_dir: str) -> str:
+    """Where a host's apply lock lives, in its state directory (`Host.apply_state_dir`)."""
+    return f"{state_dir.rstrip('/')}/{LOCK_NAME}"
 
 
-def journal_path(compose_dir: str) -> str:
-    """Where a host's apply journal lives."""
-    return in_compose_dir(compose_dir, JOURNAL_NAME)
+def journal_path(state_dir: str) -> str:
+    """Where a host's apply journal lives, in its state directory."""
+    return f"{state_dir.rstrip('/')}/{JOURNAL_NAME}"
 
 
 def entry_id(seat: str, alias: str) -> str:
-    """The `model_info.id` of a gateway entry fleet manages."""
+    """The id fleet marks a gateway entry it manages with (each gateway kind keeps it where
+    its config has room for an id)."""
     return f"{ENTRY_PREFIX}{seat}:{alias}"
 
 
 def is_managed_entry(entry: str | None) -> bool:
     """True for the id of a gateway entry fleet manages."""
     return bool(entry and entry.startswith(ENTRY_PREFIX))
+
+
+def entry_seat(entry: str | None) -> str | None:
+    """The seat a managed entry's id names; None for a foreign entry."""
+    return entry.split(":")[1] if entry and is_managed_entry(entry) else None
 
 
 def hand_seat_name(raw: str) -> str:

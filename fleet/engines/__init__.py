@@ -1,14 +1,16 @@
-"""One module per engine, and the seam that picks one.
+"""One package per engine, the registry of engines, and the seam that picks one.
 
-Each engine module (`vllm`, `llamacpp`) owns everything fleet knows about that engine
-(`fleet.engines.base.Engine`): the entrypoint and argv it renders from a seat, reading
-that argv back from a live process (its program included), its startup log parser, the
-normalized shape plan compares, the container health check, its Prometheus names, whether
-it serves chat, its offline seat rules, what import reads off its argv, and the flags a
-given image version accepts. Render, diff, health, assemble, blockers and the workflows
-call `engine_for(seat.engine)` (or `read_process(argv)` when observing a process) and hold
-no engine knowledge of their own. A third engine is one new module that satisfies
-`Engine`, added to `ENGINES`.
+Each engine package (`vllm`, `llamacpp`, `sglang`) owns everything fleet knows about that
+engine and exports it as `ENGINE`, a `fleet.engines.base.EngineBase` that satisfies
+`Engine`: the entrypoint and argv it renders from a seat, reading that argv back from a
+live process (its program included), its startup log parser, the normalized shape plan
+compares, the container health check, its Prometheus names, whether it serves chat, its
+offline seat rules, what import reads off its argv, the flags a given image version
+accepts, how a host starts it and what it takes in RAM on the CPU. Render, diff, health,
+assemble, blockers, the runtimes and the workflows call `engine_for(seat.engine)` (or
+`read_process(argv)` when observing a process) and hold no engine knowledge of their own.
+Another engine is one package whose engine `register` adds (the built-in ones are
+registered here).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from collections.abc import Sequence
 from fleet.engines import llamacpp, sglang, vllm
 from fleet.engines import metrics as _metrics
 from fleet.engines import rules as _rules
-from fleet.engines.base import Engine, MetricNames, Shape, concurrency
+from fleet.engines.base import Engine, EngineBase, MetricNames, Shape, concurrency
 from fleet.engines.llamacpp.memory import LlamaMemory as EngineMemory
 from fleet.engines.report import EngineReport
 from fleet.facts.argv import EngineArgs, program_name, unwrap_shell
@@ -32,6 +34,7 @@ from fleet.spec.validate import Rule
 __all__ = [
     "ENGINES",
     "Engine",
+    "EngineBase",
     "EngineMemory",
     "MetricNames",
     "Shape",
@@ -42,11 +45,29 @@ __all__ = [
     "explain_log",
     "parse_engine_argv",
     "read_process",
+    "register",
     "running_requests",
+    "unregister",
     "validate_fleet",
 ]
 
-ENGINES: dict[str, Engine] = {vllm.NAME: vllm, llamacpp.NAME: llamacpp, sglang.NAME: sglang}
+ENGINES: dict[str, Engine] = {}
+"""Every engine a seat's `engine:` may name, by name (filled by `register`)."""
+
+
+def register(engine: Engine) -> None:
+    """Make an engine known to validate, plan, apply, observe and import by its NAME."""
+    ENGINES[engine.NAME] = engine
+
+
+def unregister(name: str) -> None:
+    """Forget an engine `register` added (a test's own, once it is done)."""
+    ENGINES.pop(name, None)
+
+
+register(vllm.ENGINE)
+register(llamacpp.ENGINE)
+register(sglang.ENGINE)
 
 
 def engine_for(name: str) -> Engine:
@@ -56,7 +77,7 @@ def engine_for(name: str) -> Engine:
 
 def sizes_from_header(name: str) -> bool:
     """Whether the engine's buffers are predicted from its model's GGUF header (llama.cpp)."""
-    return getattr(engine_for(name), "predict_memory", None) is not None
+    return engine_for(name).SIZES_FROM_HEADER
 
 
 def predict_memory(
@@ -64,8 +85,7 @@ def predict_memory(
 ) -> EngineMemory | None:
     """The buffers the seat's engine will hold, from its model's header; None where the
     engine does not size them so (`sizes_from_header`) or the header is too thin."""
-    predict = getattr(engine_for(seat.engine), "predict_memory", None)
-    return predict(header, size_bytes, seat, where) if predict is not None else None
+    return engine_for(seat.engine).predict_memory(header, size_bytes, seat, where)
 
 
 def engine_of(args: EngineArgs) -> Engine | None:
@@ -89,7 +109,7 @@ def parse_engine_argv(argv: Sequence[str]) -> EngineArgs:
     for engine in sorted(ENGINES.values(), key=lambda e: e.NAME):
         if flags & engine.OWN_FLAGS:
             return engine.parse_args(engine.NAME, [], tokens)
-    return vllm.parse_args("", [], tokens).model_copy(update={"engine": None})
+    return vllm.ENGINE.parse_args("", [], tokens).model_copy(update={"engine": None})
 
 
 def _split_program(tokens: list[str]) -> tuple[Engine, list[str], list[str]] | None:

@@ -1,11 +1,15 @@
-"""The shape every engine module has, and what all engines share (concurrency).
+"""The shape every engine has, the base that supplies its defaults, and concurrency.
 
-An engine module (`fleet.engines.vllm`, `fleet.engines.llamacpp`, ...) satisfies `Engine`:
-constants that say what the engine is (its default port, its Prometheus names, which KV
-budget fields of a seat apply to it, the log lines that mean it ran out of memory) and
-functions that render and read back its argv, read its startup log, check a seat's engine
-settings offline and turn a live argv into a seat file's lines. Everything outside
-`fleet.engines` asks the module; nothing else names an engine's flags, metrics or log lines.
+An engine (`fleet.engines.vllm.ENGINE`, `fleet.engines.llamacpp.ENGINE`, ...) satisfies
+`Engine`: constants that say what the engine is (its default port, its Prometheus names,
+which KV budget fields of a seat apply to it, the log lines that mean it ran out of memory,
+the executable a host runs it as) and functions that render and read back its argv, read
+its startup log, check a seat's engine settings offline and turn a live argv into a seat
+file's lines. `EngineBase` supplies what most engines leave at its default (no KV layout
+plan estimates, no flag an image predates, no MTP check, no speculative counters), so an
+engine is a subclass that states only what is its own; `fleet.engines.register` adds one.
+Everything outside `fleet.engines` asks the engine; nothing else names an engine's flags,
+metrics, log lines or name.
 """
 
 from __future__ import annotations
@@ -14,12 +18,14 @@ from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fleet.base import CoreModel
+from fleet.engines.kv import KvSettings
+from fleet.engines.report import EngineReport
 from fleet.facts.argv import EngineArgs
 from fleet.spec.models import Seat
 
 if TYPE_CHECKING:
-    from fleet.engines.kv import KvSettings
-    from fleet.engines.report import EngineReport
+    from fleet.engines.llamacpp.memory import LlamaMemory
+    from fleet.facts.gguf import GgufFacts
     from fleet.spec.load import Sources
     from fleet.spec.problems import Problem
 
@@ -70,6 +76,12 @@ class Engine(Protocol):
     (verify steps); empty where the engine exports none. `lacks_mtp_layers`: a method that
     drafts with the model's own MTP layers is asked of a model without them (`layers` from
     config.json, else the engine's model families).
+    EXECUTABLE is an extended regular expression matching how a host starts the engine
+    (the start of a unit's ExecStart value: `[^ ]*vllm`), so a hand-made engine unit is
+    seen; RENDERED_SWITCHES the switches fleet renders on every seat (not a seat's extra
+    args when imported); CPU_OVERHEAD_MIB the RAM the engine takes beside its weights and
+    KV when it runs on the CPU; UNSIZED what plan says when a CPU seat's model could not be
+    sized for it.
     """
 
     NAME: str
@@ -86,6 +98,11 @@ class Engine(Protocol):
     OOM_SIGNATURES: tuple[str, ...]
     OWN_FLAGS: frozenset[str]
     KV_FLAGS: tuple[str, ...]
+    EXECUTABLE: str
+    RENDERED_SWITCHES: tuple[str, ...]
+    CPU_OVERHEAD_MIB: int
+    UNSIZED: str
+    SIZES_FROM_HEADER: bool
 
     def detect(self, tokens: list[str]) -> int | None: ...
 
@@ -128,6 +145,75 @@ class Engine(Protocol):
     ) -> bool: ...
 
     def speculative_counts(self, samples: dict[str, float], seat: Seat) -> dict[str, float]: ...
+
+    def predict_memory(
+        self, header: GgufFacts, size_bytes: int | None, seat: Seat, where: str
+    ) -> LlamaMemory | None: ...
+
+
+class EngineBase:
+    """The defaults of an engine: a subclass gives its constants and the functions that are
+    its own, and inherits these (see `Engine` for what each means)."""
+
+    ESTIMATES_KV: bool = False
+    RUNS_ON_CPU: bool = False
+    TOKENIZE: str | None = None
+    LONG_CONTEXT_ENV: str | None = None
+    OOM_SIGNATURES: tuple[str, ...] = ()
+    OWN_FLAGS: frozenset[str] = frozenset()
+    KV_FLAGS: tuple[str, ...] = ()
+    RENDERED_SWITCHES: tuple[str, ...] = ()
+    CPU_OVERHEAD_MIB: int = 512
+    UNSIZED: str = "its size is unknown"
+    SIZES_FROM_HEADER: bool = False  # plan predicts its buffers from the model's GGUF header
+
+    def read_log(self, text: str) -> EngineReport:
+        """No log is read: every figure unknown."""
+        return EngineReport()
+
+    def explain(self, text: str) -> dict[str, object] | None:
+        """`fleet explain log --json` of the engine's report; None when it states nothing."""
+        report = self.read_log(text)
+        return report.to_explain_json() if report != EngineReport() else None
+
+    def serves_chat(self, seat: Seat) -> bool:
+        """A seat answers chat completions."""
+        return True
+
+    def unsupported_flags(self, seat: Seat, version: tuple[int, int, int]) -> list[str]:
+        """No rendered flag is newer than a release fleet runs."""
+        return []
+
+    def fixed_kv_tokens(self, seat: Seat) -> int | None:
+        """None: the budget and the model decide (the log says it)."""
+        return None
+
+    def kv_settings(
+        self, args: Sequence[str], version: tuple[int, ...] | None, platform: str | None = None
+    ) -> KvSettings:
+        """The defaults: no flag changes the KV layout plan estimates."""
+        return KvSettings()
+
+    def predict_memory(
+        self, header: GgufFacts, size_bytes: int | None, seat: Seat, where: str
+    ) -> LlamaMemory | None:
+        """None: the engine's buffers are not predicted from a GGUF header
+        (`SIZES_FROM_HEADER` says which engines do)."""
+        return None
+
+    def lacks_mtp_layers(
+        self,
+        method: str,
+        model_types: tuple[str | None, ...],
+        architecture: str | None,
+        layers: int | None,
+    ) -> bool:
+        """False: no method is checked against the model's MTP layers."""
+        return False
+
+    def speculative_counts(self, samples: dict[str, float], seat: Seat) -> dict[str, float]:
+        """None of the counters: the engine exports none."""
+        return {}
 
 
 def concurrency(kv_tokens: int | None, context: int | None) -> float | None:

@@ -102,11 +102,6 @@ def flag_value(args: Sequence[str], *names: str) -> str | None:
     return found
 
 
-def flag_names(args: list[str]) -> set[str]:
-    """The flags an argv gives, without values, in their `--dash-spelling`."""
-    return {flag_key(arg.split("=", 1)[0]) for arg in args if arg.startswith("-")}
-
-
 def read_flags(
     args: list[str],
     flags: Mapping[str, Reader],

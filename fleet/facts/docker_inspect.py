@@ -1,12 +1,12 @@
 """`docker inspect` and `docker image inspect` JSON -> the container facts fleet uses.
 
 Called by the compose runtime (`fleet.runtimes.compose`) on the fact script's output;
-`ContainerFact` is also the neutral shape every runtime reports a seat instance in
-(`fleet.runtimes.base.SeatInstances`). Only what fleet reports is kept. The environment
-is kept only as the container set it beyond its image's own defaults (what `fleet import`
-writes into desired/), and every value that looks secret (by its name, its shape, or
-credentials in a URL) is replaced by a `${NAME}` reference right here: no secret value
-leaves this parser.
+each container becomes the neutral `fleet.facts.instance.Instance` every runtime reports
+a seat instance in (`fleet.runtimes.base.SeatInstances`). Only what fleet reports is kept.
+The environment is kept only as the container set it beyond its image's own defaults
+(what `fleet import` writes into desired/), and every value that looks secret (by its
+name, its shape, or credentials in a URL) is replaced by a `${NAME}` reference right here:
+no secret value leaves this parser.
 """
 
 from __future__ import annotations
@@ -14,44 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import Field
-
-from fleet.base import CoreModel
+from fleet.facts.instance import Instance
 from fleet.secrets import mask_argv, mask_env_value
 
 HANDOVER_VARIABLES = frozenset({"NVIDIA_VISIBLE_DEVICES", "NVIDIA_DRIVER_CAPABILITIES"})
 
 
-class ContainerFact(CoreModel):
-    """One container as docker reports it."""
-
-    id: str
-    name: str
-    state: str = Field(description="created, running, restarting, exited, paused or dead")
-    exit_code: int = 0
-    restart_count: int = 0
-    started_at: str = ""
-    pid: int = 0
-    image: str = Field(description="The image reference the container was created from.")
-    image_id: str = ""
-    repo_digests: tuple[str, ...] = ()
-    labels: dict[str, str] = Field(default_factory=dict)
-    argv: tuple[str, ...] = Field((), description="Path + Args: the process docker started.")
-    ports: tuple[str, ...] = Field((), description="host_ip:host_port->container_port/proto")
-    gpu_request: tuple[str, ...] = Field((), description="GPU ids from DeviceRequests or env")
-    env: dict[str, str] = Field(
-        default_factory=dict,
-        description="environment beyond the image's own, secret-looking values as ${NAME}",
-    )
-    runtime: str = ""
-
-    @property
-    def running(self) -> bool:
-        """True while the container runs."""
-        return self.state == "running"
-
-
-def parse_docker_inspect(containers_json: str, images_json: str = "") -> tuple[ContainerFact, ...]:
+def parse_docker_inspect(containers_json: str, images_json: str = "") -> tuple[Instance, ...]:
     """Containers sorted by name; broken or empty JSON gives an empty tuple."""
     images = _load_list(images_json)
     digests = _image_digests(images)
@@ -94,10 +63,10 @@ def _container(
     item: dict[str, Any],
     digests: dict[str, tuple[str, ...]],
     image_env: dict[str, dict[str, str]],
-) -> ContainerFact:
+) -> Instance:
     state, config, host = (_mapping(item.get(key)) for key in ("State", "Config", "HostConfig"))
     image_id = str(item.get("Image") or "")
-    return ContainerFact(
+    return Instance(
         id=str(item.get("Id", "")),
         name=str(item.get("Name", "")).lstrip("/"),
         state=str(state.get("Status", "unknown")),
@@ -114,7 +83,7 @@ def _container(
         ),
         ports=_ports(item),
         gpu_request=_gpu_request(host, config),
-        runtime=str(host.get("Runtime") or ""),
+        oci_runtime=str(host.get("Runtime") or ""),
         env=_own_env(config, image_env.get(image_id, {})),
     )
 

@@ -118,12 +118,6 @@ def unit_status(props: dict[str, str], unit: str = "") -> UnitStatus:
     )
 
 
-def parse_systemctl_show(text: str) -> dict[str, UnitStatus]:
-    """Unit name -> status, for every block of a `systemctl show` output."""
-    statuses = (unit_status(block) for block in parse_show_blocks(text))
-    return {status.unit: status for status in statuses if status.unit}
-
-
 def exec_start_text(argv: list[str] | tuple[str, ...]) -> str:
     """How `systemctl show` prints the ExecStart of a unit that runs `argv`."""
     return " ".join(arg.replace("$", "$$") for arg in argv)

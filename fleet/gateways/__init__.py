@@ -7,19 +7,21 @@ ready, which aliases it lists and whether an alias answers (paths and bodies, no
 what `fleet import` writes of a config found on a host.
 The shell (`reconciler.workflows.gateway`, `reconciler.workflows.bluegreen`) observes,
 applies, verifies and rolls back through it; `fleet.plan.aliases` plans through it.
-LiteLLM (`fleet.gateways.litellm`) is the one kind today; a front in front of it (nginx,
+LiteLLM (`fleet.gateways.litellm`) is the built-in kind; a front in front of it (nginx,
 `fleet.gateways.nginx`) is a capability of the gateway, not a kind.
 
-To add a kind: one module or package here implementing `GatewayKind`, one line in
-`kind_of`, and the value in `Gateway.kind` (desired/gateway.yaml).
+To add a kind: one module or package implementing `GatewayKind`, added by `register` (which
+also makes its name a value of `kind:` in desired/gateway.yaml); `kind_of` picks a
+gateway's kind by that name.
 """
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
-from fleet.observed.gateway_config import GatewayConfig
+from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.observed.models import Observation
+from fleet.spec.host_settings import KIND_SETTINGS, KindSettings, register_kind_settings
 from fleet.spec.models import DesiredFleet, Gateway
 
 
@@ -27,6 +29,7 @@ class GatewayKind(Protocol):
     """One kind of gateway proxy."""
 
     name: str
+    settings: type[KindSettings]  # the model of gateway.yaml's keys that are the kind's
     readiness_path: str  # GET: 200 once the proxy serves
     models_path: str  # GET: the aliases it lists
     routes_path: str  # GET: each alias it serves and the backend it routes it to
@@ -45,8 +48,8 @@ class GatewayKind(Protocol):
 
     def desired_entries(
         self, desired: DesiredFleet, only: frozenset[str]
-    ) -> dict[str, dict[str, Any]]:
-        """alias -> the entry fleet writes for it."""
+    ) -> dict[str, GatewayEntry]:
+        """alias -> the entry fleet writes for it (of `only` seats, if any)."""
         ...
 
     def listed(self, body: Any) -> set[str]:
@@ -73,8 +76,48 @@ class GatewayKind(Protocol):
         ...
 
 
-def kind_of(gateway: Gateway | None) -> GatewayKind:
-    """The kind of a gateway (LiteLLM)."""
+class GatewayKindBase:
+    """The defaults of a gateway kind (see `GatewayKind`): no keys of its own in
+    gateway.yaml, no authorization header."""
+
+    settings: type[KindSettings] = KindSettings
+
+    def headers(self, key: str | None) -> dict[str, str]:
+        """No header: the proxy takes no key."""
+        return {}
+
+
+KINDS: dict[str, GatewayKind] = {}
+"""Every gateway kind `kind:` may name, by name (filled by `register`)."""
+
+
+def register(kind: GatewayKind) -> None:
+    """Make a gateway kind known by its name (a value of gateway.yaml's `kind:`, its other
+    keys read by the kind's `settings` model)."""
+    KINDS[kind.name] = kind
+    register_kind_settings(kind.name, kind.settings)
+
+
+def unregister(name: str) -> None:
+    """Forget a kind `register` added (a test's own, once it is done)."""
+    KINDS.pop(name, None)
+    KIND_SETTINGS.pop(name, None)
+
+
+def kind_of(gateway: Gateway | str) -> GatewayKind:
+    """The kind of a gateway (or of a kind's name); validation made sure it exists."""
+    return KINDS[gateway if isinstance(gateway, str) else gateway.kind]
+
+
+def default_kind() -> GatewayKind:
+    """The kind of a gateway.yaml that names none (what `fleet import` reads a config as)."""
+    return kind_of(str(Gateway.model_fields["kind"].default))
+
+
+def _register_builtin() -> None:
     from fleet.gateways import litellm
 
-    return litellm.LITELLM
+    register(litellm.LITELLM)
+
+
+_register_builtin()

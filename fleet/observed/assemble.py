@@ -1,6 +1,6 @@
 """Turn the fact script's output for one host into an `ObservedHost`.
 
-Pure: called by `reconciler.observe` with the text one SSH round trip printed and the
+Pure: called by `reconciler.workflows.observe` with the text one SSH round trip printed and the
 host's runtime (`fleet.runtimes`), which reads its seat instances out of it. GPU processes
 are mapped to instances through /proc/<pid>/cgroup, as the runtime reads it (nvidia-smi
 reports the engine's child process, never the container's main pid), instances become
@@ -14,7 +14,6 @@ from typing import Any
 
 from fleet.engines import read_process
 from fleet.engines.report import EngineReport
-from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS, GpuProcesses, GpuReading
 from fleet.facts.host_facts import (
     JOURNAL,
@@ -26,18 +25,16 @@ from fleet.facts.host_facts import (
     ModelDir,
     ModelFiles,
 )
+from fleet.facts.instance import Instance
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.model_files import DISK, FILES, PARTIALS, SOURCES, ModelFile
 from fleet.facts.script import FactOutput
 from fleet.names import COMPOSE_SERVICE_LABEL, MANAGED_LABEL, SEAT_LABEL, is_seat_name
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.runtimes import Runtime
-from fleet.runtimes.compose import COMPOSE
 
 
-def assemble_host(
-    name: str, output: str, runtime: Runtime = COMPOSE, boundary: str = ""
-) -> ObservedHost:
+def assemble_host(name: str, output: str, runtime: Runtime, boundary: str = "") -> ObservedHost:
     """The observed host, from everything its fact script printed; `runtime` is the one
     the host runs its seats under, `boundary` the run's section boundary. Each fact reads
     its own sections (`FactOutput`)."""
@@ -65,7 +62,8 @@ def assemble_host(
         seat_start_seconds=journal.seat_start_seconds,
         gpus=gpus,
         gpu_error=reading.error,
-        docker_error=reported.error,
+        runtime=runtime.NAME,
+        runtime_error=reported.error,
         processes=processes,
         seats=seats,
         models=_models(facts[MODELS], facts[FILES]),
@@ -125,7 +123,7 @@ def _processes(
     return tuple(sorted(uses, key=lambda u: (u.gpu_index or 0, u.pid)))
 
 
-def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:
+def _seat(container: Instance, log: str, processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:
     mine = [p for p in processes if p.container_id == container.id]
     _, engine = read_process(container.argv)
     return observed_seat(
@@ -137,7 +135,7 @@ def _seat(container: ContainerFact, log: str, processes: tuple[GpuProcessUse, ..
 
 
 def observed_seat(
-    container: ContainerFact, *, engine: EngineReport | None, gpus: tuple[int, ...], vram_mib: int
+    container: Instance, *, engine: EngineReport | None, gpus: tuple[int, ...], vram_mib: int
 ) -> ObservedSeat:
     """A seat from its container (labels, live argv, read by the engine the process runs)
     and what the GPUs and log say."""

@@ -14,6 +14,7 @@ from fleet.base import CoreModel, Severity
 from fleet.observed.model_use import model_findings
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.observed.served import served_findings
+from fleet.runtimes import RUNTIMES, runtime_for
 from fleet.secrets import redact, redact_url
 from fleet.spec.images import parse_image
 from fleet.spec.models import DesiredFleet, Seat
@@ -181,13 +182,14 @@ def _seat_findings(
             message=f"container is {container.state} (exit code {container.exit_code}"
             f", {container.restart_count} restarts)",
         )
-    if container.runtime == "systemd" and container.restart_count > 0:
+    runtime = runtime_for(host.runtime) if host.runtime in RUNTIMES else None
+    if runtime is not None and runtime.REPORTS_RESTARTS and container.restart_count > 0:
         since = f" since {host.applied_at}" if host.applied_at else ""
         yield Finding(
             kind=FindingKind.RESTARTED_BY_RUNTIME,
             target=target,
             message=f"seat {seat.name} restarted {container.restart_count} "
-            f"time{'s' if container.restart_count > 1 else ''} by systemd{since}",
+            f"time{'s' if container.restart_count > 1 else ''} by {runtime.RESTARTED_BY}{since}",
         )
     yield from _image_findings(desired, target, seat)
     if spec is not None and spec.served_name not in seat.served_names and seat.served_names:
@@ -255,7 +257,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
     if gateway is None or gateway.config is None:
         return
     for entry in gateway.config.entries:
-        probe = gateway.probes.get(entry.api_base or "")
+        probe = gateway.probes.get(entry.address or "")
         if probe is None:
             continue
         if not probe.answers:
@@ -263,7 +265,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
                 kind=FindingKind.DEAD_ALIAS,
                 target=f"alias {entry.alias}",
                 severity=Severity.ERROR,
-                message=f"backend {redact_url(entry.api_base or '')} does not answer "
+                message=f"backend {redact_url(entry.address or '')} does not answer "
                 f"({redact(probe.error or 'no reply')})",
             )
             continue
@@ -274,7 +276,7 @@ def _gateway_findings(observation: Observation) -> Iterator[Finding]:
                 target=f"alias {entry.alias}",
                 severity=Severity.ERROR,
                 message=f"gateway expects model {expected!r} at "
-                f"{redact_url(entry.api_base or '')}, which serves {', '.join(probe.models)}",
+                f"{redact_url(entry.address or '')}, which serves {', '.join(probe.models)}",
             )
 
 
@@ -302,8 +304,8 @@ def _fan_in(observation: Observation) -> Iterator[Finding]:
         return
     fan: dict[str, list[str]] = defaultdict(list)
     for entry in gateway.config.entries:
-        if entry.api_base:
-            fan[entry.api_base].append(entry.alias)
+        if entry.address:
+            fan[entry.address].append(entry.alias)
     for api_base, aliases in sorted(fan.items()):
         if len(aliases) >= FAN_IN_THRESHOLD:
             yield Finding(

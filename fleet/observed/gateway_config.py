@@ -1,10 +1,12 @@
 """What a gateway's config says, in one shape for every gateway kind: aliases and fallbacks.
 
 Each kind's parser (`fleet.gateways.GatewayKind.parse_config`; LiteLLM's is
-`fleet.gateways.litellm.config`) reads its config text into a `GatewayConfig`; observation,
-plan and the renderer read that. fleet marks the entries it manages with an id of the form
-`fleet:<seat>:<alias>` (`fleet.names.entry_id`); every other entry is foreign and never
-touched.
+`fleet.gateways.litellm.config`) reads its config text into a `GatewayConfig`, and each
+kind says what it would write for desired/ as the same `GatewayEntry`s
+(`GatewayKind.desired_entries`); observation, plan and the reports compare those and never
+a kind's own shape. fleet marks the entries it manages with an id of the form
+`fleet:<seat>:<alias>` (`fleet.names.entry_id`, wherever the kind keeps it); an entry's
+`seat` is read from it, and every other entry is foreign and never touched.
 """
 
 from __future__ import annotations
@@ -14,36 +16,34 @@ from typing import Any
 from pydantic import Field
 
 from fleet.base import CoreModel
-from fleet.names import is_managed_entry
 
 
 class GatewayEntry(CoreModel):
     """One entry of a gateway's config: an alias and where it routes.
 
-    `model` is the upstream model the proxy asks for (LiteLLM: provider prefix and name),
-    `params` the entry's other routing parameters, `info` what it says of the model but its
-    id, `line` where the entry starts in the config text.
+    `seat` is the seat a managed entry was written for (None: a foreign entry), `address`
+    the backend's base URL it routes to, `model` the upstream model the proxy asks for
+    (LiteLLM: provider prefix and name), `context` the context it tells clients the model
+    takes (None where it says none, or says more than fleet writes), `params` the entry's
+    other routing parameters, `line` where the entry starts in the config text.
     """
 
     alias: str
+    seat: str | None = None
+    address: str | None = None
     model: str | None = None
-    api_base: str | None = None
-    entry_id: str | None = None
+    context: int | None = None
     params: dict[str, Any] = Field(default_factory=dict)
-    info: dict[str, Any] = Field(default_factory=dict)  # model_info but its id
     line: int | None = None
 
     @property
     def managed(self) -> bool:
         """True when fleet owns this entry."""
-        return is_managed_entry(self.entry_id)
+        return self.seat is not None
 
-    @property
-    def seat(self) -> str | None:
-        """The seat a managed entry was written for."""
-        if not self.managed or self.entry_id is None:
-            return None
-        return self.entry_id.split(":")[1]
+    def route(self) -> tuple[str | None, str | None, dict[str, Any]]:
+        """Where it routes and how: address, model and params."""
+        return self.address, self.model, self.params
 
 
 class GatewayConfig(CoreModel):

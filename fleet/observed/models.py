@@ -1,7 +1,7 @@
 """What observation found on the live fleet: hosts, GPUs, containers, models, gateway.
 
-Built by `fleet.assemble` from the fact script's output (one host at a time) and by
-`reconciler.observe` for the gateway; read by findings, diff, plan and the inventory.
+Built by `fleet.observed.assemble` from the fact script's output (one host at a time) and
+by `reconciler.workflows.observe` for the gateway; read by findings, diff, plan and the inventory.
 Everything here is a fact read off a host; nothing is typed by hand.
 """
 
@@ -16,8 +16,8 @@ from pydantic import Field, PrivateAttr
 from fleet.base import CoreModel
 from fleet.engines import concurrency
 from fleet.engines.report import EngineReport
-from fleet.facts.docker_inspect import ContainerFact
 from fleet.facts.gguf import GgufFacts
+from fleet.facts.instance import Instance
 from fleet.facts.model_config import ModelFacts
 from fleet.facts.model_files import DiskFree, ModelFile, SourceListing
 from fleet.facts.provenance import RecordedFile
@@ -87,7 +87,7 @@ class ObservedSeat(CoreModel):
 
     name: str = Field(description="fleet.seat label, or the container name if unmanaged")
     managed: bool
-    container: ContainerFact
+    container: Instance
     engine_name: str | None = Field(None, description="the engine its process runs, if any")
     served_names: tuple[str, ...] = ()
     model: str | None = None
@@ -150,7 +150,8 @@ class ObservedHost(CoreModel):
     reachable: bool = True
     error: str | None = None
     gpu_error: str | None = None
-    docker_error: str | None = None
+    runtime: str | None = Field(None, description="the runtime its seats were read under")
+    runtime_error: str | None = Field(None, description="its runtime did not answer (why)")
     gpus: tuple[ObservedGpu, ...] = ()
     processes: tuple[GpuProcessUse, ...] = ()
     seats: tuple[ObservedSeat, ...] = ()
@@ -245,9 +246,9 @@ class ObservedGateway(CoreModel):
         says, else as its config file says."""
         if self.config is None:
             return set()
-        entries = [e for e in self.config.entries if e.seat == seat and e.api_base]
+        entries = [e for e in self.config.entries if e.seat == seat and e.address]
         served = self.served.routes if self.served and self.served.routes else None
-        bases = [(served or {}).get(e.alias) or e.api_base for e in entries]
+        bases = [(served or {}).get(e.alias) or e.address for e in entries]
         return {port for base in bases if (port := _port(base)) is not None}
 
 

@@ -61,9 +61,9 @@ def not_live(gateway: ObservedGateway) -> str | None:
     if extra := sorted(set(routes) - set(written)):
         parts.append(f"{', '.join(extra)} served but not in the file")
     moved = [
-        f"{alias} served at {routes[alias]}, written {entry.api_base}"
+        f"{alias} served at {routes[alias]}, written {entry.address}"
         for alias, entry in sorted(written.items())
-        if entry.managed and routes.get(alias) and routes[alias] != entry.api_base
+        if entry.managed and routes.get(alias) and routes[alias] != entry.address
     ]
     return "; ".join(parts + moved) or None
 

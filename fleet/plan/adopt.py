@@ -11,7 +11,7 @@ once the seat is healthy (rollback starts it again).
 
 from __future__ import annotations
 
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.observed.models import Observation
 from fleet.plan.actions import Action, ActionKind, NoOp
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
@@ -19,7 +19,7 @@ from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet
 
 
-def pinned_to(container: ContainerFact, image: str) -> bool:
+def pinned_to(container: Instance, image: str) -> bool:
     """True when `image` is the container's tag pinned to one of its registry digests
     (import writes `repo:tag@sha256:...`; a container run by hand shows `repo:tag`)."""
     reference, _, digest = image.partition("@")

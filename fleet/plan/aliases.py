@@ -8,8 +8,6 @@ the last in-place restart otherwise.
 
 from __future__ import annotations
 
-from typing import Any
-
 from fleet.gateways import kind_of
 from fleet.observed.gateway_config import GatewayEntry
 from fleet.observed.models import Observation
@@ -37,13 +35,11 @@ def alias_actions(
     def add(kind: ActionKind, target: str, reason: str) -> None:
         found.append(Action(kind=kind, target=target, host=gateway.host, reasons=(reason,)))
 
-    for alias, item in wanted.items():
+    for alias, want in wanted.items():
         entry = routed.get(alias)
-        seat = item["model_info"]["id"].split(":")[1]
         if entry is None:
-            api_base = item["litellm_params"]["api_base"]
-            add(ActionKind.ADD_ALIAS, alias, f"routes to seat {seat} at {api_base}")
-        elif reason := _retarget_reason(entry, item, seat):
+            add(ActionKind.ADD_ALIAS, alias, f"routes to seat {want.seat} at {want.address}")
+        elif reason := _retarget_reason(entry, want):
             add(ActionKind.RETARGET_ALIAS, alias, reason)
     for alias, entry in sorted(routed.items()):
         if alias in wanted or (only and entry.seat not in only):
@@ -82,22 +78,20 @@ def _cost(gateway: Gateway, observation: Observation) -> str:
     )
 
 
-def _retarget_reason(entry: GatewayEntry, item: dict[str, Any], seat: str) -> str | None:
-    params = dict(item["litellm_params"])
-    api_base, model = params.pop("api_base"), params.pop("model")
-    was = redact_url(entry.api_base) if entry.api_base else entry.api_base
+def _retarget_reason(entry: GatewayEntry, want: GatewayEntry) -> str | None:
+    address, seat = want.address, want.seat
+    was = redact_url(entry.address) if entry.address else entry.address
     if not entry.managed:
-        if (entry.api_base, entry.model, entry.params) == (api_base, model, params):
+        if entry.route() == want.route():
             return None  # routes as desired/ says: adopted as it stands
-        return f"adopt the hand-written entry: {was} -> {api_base} (seat {seat})"
+        return f"adopt the hand-written entry: {was} -> {address} (seat {seat})"
     if entry.seat != seat:
-        moved = f" ({was} -> {api_base})" if entry.api_base != api_base else ""
+        moved = f" ({was} -> {address})" if entry.address != address else ""
         return f"seat {entry.seat} -> {seat}{moved}"
-    if entry.api_base != api_base or entry.model != model:
-        return f"{entry.model} at {was} -> {model} at {api_base}"
-    if entry.params != params:
-        return f"params {mask_mapping(entry.params)} -> {mask_mapping(params)}"
-    info = {k: v for k, v in item["model_info"].items() if k != "id"}
-    if entry.info != info:
-        return f"model_info {entry.info} -> {info}"
+    if entry.address != address or entry.model != want.model:
+        return f"{entry.model} at {was} -> {want.model} at {address}"
+    if entry.params != want.params:
+        return f"params {mask_mapping(entry.params)} -> {mask_mapping(want.params)}"
+    if entry.context != want.context:
+        return f"context {entry.context} -> {want.context}"
     return None

@@ -93,13 +93,13 @@ def _judge_running(
     tokens = live.engine.kv_cache_tokens if live.engine else None
     if not tokens:
         return _starting("startup log reports no KV-cache tokens yet")
-    # vLLM's own Maximum concurrency where it logs one (for sliding-window and hybrid
+    # the engine's own Maximum concurrency where it logs one (for sliding-window and hybrid
     # models KV tokens / context is not it), as plan and `fleet fit` predict it
     logged = live.engine.max_concurrency if live.engine else None
     concurrency = logged or engines.concurrency(tokens, seat.context) or 0.0
     if not band.min <= concurrency <= band.max:
         how = (
-            f"vLLM's Maximum concurrency at {seat.context:,}"
+            f"{engines.engine_for(seat.engine).LABEL}'s Maximum concurrency at {seat.context:,}"
             if logged
             else f"{tokens:,} KV tokens / {seat.context:,}"
         )

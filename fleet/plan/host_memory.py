@@ -6,24 +6,21 @@ loads the safetensors), its KV cache (vLLM: kv_cache_bytes, what its CPU build r
 llama.cpp: per parallel slot, the context x the header's KV bytes per token of its
 full-attention layers, f16, plus what a slot holds whatever its context: sliding-window
 layers' window, linear-attention layers' state; `fleet.facts.gguf`) and the engine's own
-overhead; the host offers what /proc/meminfo calls available, plus what the seat's own
-running engine would give back. Where a fact cannot be read, the blocker says so instead
-of guessing.
+overhead (`Engine.CPU_OVERHEAD_MIB`); the host offers what /proc/meminfo calls available,
+plus what the seat's own running engine would give back. Where a fact cannot be read, the
+blocker says so (`Engine.UNSIZED`) instead of guessing.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fleet.engines import engine_for
 from fleet.observed.models import ModelInfo, ObservedHost
 from fleet.plan.actions import Blocker
 from fleet.spec.models import Seat
 
 MIB = 1024**2
-CPU_OVERHEAD_MIB = 512  # llama-server's compute buffers and the process itself
-# vLLM's CPU build beside weights and KV: torch, the API server and the engine core
-# processes (a 2 MiB random-weight Llama with 256 MiB of KV held ~3 GB RSS in the lab)
-ENGINE_OVERHEAD_MIB = {"vllm": 2816}
 
 
 def ram_need_mib(host: ObservedHost, seat: Seat) -> int | None:
@@ -31,7 +28,7 @@ def ram_need_mib(host: ObservedHost, seat: Seat) -> int | None:
     info = host.models.get(seat.model.rstrip("/"))
     if info is None or info.size_bytes is None:
         return None
-    overhead = ENGINE_OVERHEAD_MIB.get(seat.engine, CPU_OVERHEAD_MIB)
+    overhead = engine_for(seat.engine).CPU_OVERHEAD_MIB
     return (info.size_bytes + kv_bytes(info, seat)) // MIB + overhead
 
 
@@ -50,12 +47,7 @@ def ram_blockers(host: ObservedHost, seat: Seat) -> Iterator[Blocker]:
     if need is None:
         yield Blocker(
             target=seat.name,
-            message=f"cannot size {seat.model} on {host.name}: "
-            + (
-                "its GGUF header was not read"
-                if seat.engine == "llama.cpp"
-                else "its size is unknown"
-            ),
+            message=f"cannot size {seat.model} on {host.name}: " + engine_for(seat.engine).UNSIZED,
         )
         return
     if host.memory_available_mib is None:

@@ -5,7 +5,7 @@ included). Waves follow from the action kinds (`fleet.plan.actions`): seats per 
 the gateway (alias changes, then its restart), removals (only with prune).
 A seat in sync yields a no-op that says why. Blockers (a missing model, GPU memory that
 will not fit, a flag the image's vLLM does not know, an unreachable host) stop apply.
-The plan can be saved with the fingerprint of every fact it relied on (`fleet.fingerprint`).
+The plan can be saved with the fingerprint of every fact it relied on (`fleet.plan.fingerprint`).
 """
 
 from __future__ import annotations
@@ -153,21 +153,11 @@ def _strategy(desired: DesiredFleet, observation: Observation, action: Action) -
 
 
 def _surge_blockers(desired: DesiredFleet, actions: list[Action]) -> list[Blocker]:
-    """A seat desired/ says to surge, where apply cannot (its runtime, or this build)."""
+    """A seat desired/ says to surge, where its host's runtime runs one copy only."""
     pinned = [a for a in actions if a.strategy == "surge" and a.target in desired.seats]
     unit = [a for a in pinned if not strategy.can_surge(desired, desired.seats[a.target])]
-    found = [
+    return [
         Blocker(target=a.target, message=f"strategy: surge, but {strategy.ONE_COPY}") for a in unit
-    ]
-    if strategy.SURGE_APPLIES:
-        return found
-    return found + [
-        Blocker(
-            target=a.target,
-            message=f"strategy: surge, but {strategy.NO_SURGE}: set strategy auto or recreate",
-        )
-        for a in pinned
-        if a not in unit
     ]
 
 

@@ -10,11 +10,9 @@ says it holds, else the new copy's footprint). A CPU seat recreates under `auto`
 host's RAM is shared with every process there and nothing bounds what a second llama.cpp
 process would take, so plan does not promise it fits. A recreate says which aliases are
 down while the seat loads, and how long its last start took (the host's apply journal).
-The second copy is what the host's runtime says it is (`Runtime.SECOND_COPY`: compose a
+The second copy is what the host's runtime runs where it `SURGES` (compose a
 second service `<seat>-b`, systemd a second unit `fleet-<seat>-b.service`); on a runtime
-that runs one copy only, seats recreate and `strategy: surge` is a blocker.
-Without `SURGE_APPLIES` (a switch kept for a build whose apply cannot surge) a seat whose
-copies would fit recreates, and plan says both; `strategy: surge` is then a blocker. Pure.
+that runs one copy only, seats recreate and `strategy: surge` is a blocker. Pure.
 """
 
 from __future__ import annotations
@@ -29,8 +27,6 @@ from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet, Seat
 
 Strategy = Literal["surge", "recreate"]
-SURGE_APPLIES = True  # apply starts a second copy on the second port
-NO_SURGE = "apply cannot surge a seat yet"
 ONE_COPY = "its host's runtime runs one copy of a seat, so its seats recreate"
 
 
@@ -77,19 +73,12 @@ def choose(desired: DesiredFleet, observation: Observation, seat: Seat) -> Choic
         return Choice(strategy="surge", why="strategy: surge in desired/")
     if not can_surge(desired, seat):
         return _recreate(observation, seat, ONE_COPY)
-    return _applicable(observation, seat, _auto(desired, observation, seat))
+    return _auto(desired, observation, seat)
 
 
 def can_surge(desired: DesiredFleet, seat: Seat) -> bool:
-    """Whether the seat's runtime can run a second copy of it (`Runtime.SECOND_COPY`)."""
-    return runtime_for(desired.hosts[seat.host]).SECOND_COPY is not None
-
-
-def _applicable(observation: Observation, seat: Seat, choice: Choice) -> Choice:
-    """The choice as apply can carry it out (a surge that fits recreates, until it can)."""
-    if choice.strategy == "recreate" or SURGE_APPLIES:
-        return choice
-    return _recreate(observation, seat, f"{NO_SURGE}; a surge would fit: {choice.why}")
+    """Whether the seat's runtime can run a second copy of it (`Runtime.SURGES`)."""
+    return runtime_for(desired.hosts[seat.host]).SURGES
 
 
 def _auto(desired: DesiredFleet, observation: Observation, seat: Seat) -> Choice:

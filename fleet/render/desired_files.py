@@ -14,9 +14,10 @@ import json
 import posixpath
 from dataclasses import dataclass, field
 
-from fleet.gateways import kind_of
+from fleet.gateways import default_kind
 from fleet.observed.models import Observation, ObservedHost
 from fleet.render.imported_seat import ImportedSeat, import_seat, seat_name
+from fleet.runtimes import runtime_for
 
 HEADER = "# Imported by `fleet import` from what runs on {where}. Review, then commit.\n"
 
@@ -77,7 +78,7 @@ def import_fleet(
         proxy = gateway[0]
         address = access[proxy].address if proxy in access else proxy
         where = seat_addresses(seats, access, observation)
-        text, aliases = kind_of(None).imported_file(gateway, address, where, observation)
+        text, aliases = default_kind().imported_file(gateway, address, where, observation)
         result.files["gateway.yaml"] = text
         seats = [s.with_aliases(aliases.get(s.name, ())) for s in seats]
     for seat in seats:
@@ -123,12 +124,9 @@ def host_file(host: ObservedHost, access: HostAccess) -> str:
             text += f"memory: {gpu.memory_total_mib}MiB}}\n"
     else:
         text += "gpus: []  # nvidia-smi reports no GPU: a CPU-only host\n"
-    runtimes = {s.container.runtime for s in host.seats if s.engine_name}
-    if "nvidia" in runtimes:
-        text += line("gpu_handover", "runtime", "the engines run with `runtime: nvidia`")
-    if "systemd" in runtimes:
-        text += line("runtime", "systemd", "the engines run as systemd units")
-    text += line("compose_dir", "/srv/fleet", "where fleet will keep its compose file")
+    engines = tuple(s.container for s in host.seats if s.engine_name)
+    for key, value, source in runtime_for(host.runtime or "").import_lines(engines):
+        text += line(key, value, source)
     text += line("models_root", _models_root(host), "the common parent of the model paths")
     return text
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, replace
 from fleet.engines import ENGINES, Engine, read_process
 from fleet.facts.argv import EngineArgs
 from fleet.observed.models import ObservedHost, ObservedSeat
+from fleet.runtimes import runtime_for
 from fleet.secrets import INTERPOLATION, mask_env_value, without_secret_args
 
 
@@ -57,15 +58,12 @@ def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSe
     lines: list[tuple[str, object, str]] = [("host", host.name, "observed on this host")]
     lines.append(_gpus(live))
     lines.append(("engine", kind, f"the process runs {' '.join(args.program) or kind}"))
-    where = "docker inspect: the image and its registry digest"
-    if live.container.runtime == "systemd":
-        where = "the unit's ExecStart: the engine's executable"
-    lines.append(("image", _image(live), where))
+    lines.append(("image", _image(live), runtime_for(host.runtime or "").IMAGE_SOURCE))
     lines += _model_lines(live, args)
     lines += engine.import_lines(args)
     port = args.port or engine.DEFAULT_PORT
     lines.append(("port", port, "the live argv" if args.port else f"{kind}'s default port"))
-    rendered = getattr(engine, "RENDERED_SWITCHES", ())  # fleet renders these anyway
+    rendered = engine.RENDERED_SWITCHES  # fleet renders these anyway
     extra, secret_args = without_secret_args([a for a in args.extra if a not in rendered])
     if extra:
         lines.append(("extra_args", extra, "the other flags of the live argv"))

@@ -1,7 +1,7 @@
 """The inventory: what is deployed, derived from facts only, as data.
 
 `build_inventory` turns an `Observation` (plus desired/ for names and bands) into an
-`Inventory`; `fleet.render.inventory` prints it as Markdown or JSON. Volatile facts (pids,
+`Inventory`; `fleet.report.inventory_text` prints it as Markdown or JSON. Volatile facts (pids,
 start times, restart counts) are left out so that two generations from the same fleet are
 identical but for the timestamp, which is what `fleet check` relies on.
 """
@@ -118,7 +118,7 @@ def _routes(desired: DesiredFleet, observation: Observation) -> Routes:
     routes: Routes = {}
     config = observation.gateway.config if observation.gateway else None
     for entry in config.entries if config else ():
-        routes.setdefault(_endpoint(entry.api_base or ""), []).append(entry.alias)
+        routes.setdefault(_endpoint(entry.address or ""), []).append(entry.alias)
     return routes
 
 
@@ -218,12 +218,12 @@ def _alias_rows(desired: DesiredFleet, observation: Observation) -> tuple[AliasR
     if gateway is None or gateway.config is None:
         return ()
     rows = []
-    for entry in sorted(gateway.config.entries, key=lambda e: (e.alias, e.api_base or "")):
-        probe = gateway.probes.get(entry.api_base or "")
+    for entry in sorted(gateway.config.entries, key=lambda e: (e.alias, e.address or "")):
+        probe = gateway.probes.get(entry.address or "")
         rows.append(
             AliasRow(
                 alias=entry.alias,
-                api_base=redact_url(entry.api_base) if entry.api_base else None,
+                api_base=redact_url(entry.address) if entry.address else None,
                 model=entry.model,
                 seat=entry.seat,
                 managed=entry.managed,

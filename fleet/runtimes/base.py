@@ -1,15 +1,20 @@
 """The `Runtime` protocol: what fleet asks of a host about the seats it runs.
 
-A runtime is how a host runs its seats (docker compose today; systemd units next). Its
-module in `fleet/runtimes/` is pure: it declares the facts the host's fact script gathers
+A runtime is how a host runs its seats (docker compose, systemd units). Its module in
+`fleet/runtimes/` is pure: it declares the facts the host's fact script gathers
 about seats, reads what they printed into `SeatInstances`, maps an engine process to the
 instance it belongs to, and renders a seat's definition (with its spec hash). What runs
 on the host (upload, start, stop, replace, read a log, restart) is its adapter's, in
 `reconciler/runtimes/`. Observe, plan, the health gate and apply ask the host's runtime
 (`fleet.runtimes.runtime_for(host.runtime)`) instead of naming Docker.
 
+`RuntimeBase` supplies the defaults (a runtime that runs one copy of a seat, reports no
+restarts, takes any `image`, reads the spec hash off a definition's labels), so a runtime
+is a subclass that states only what is its own; capabilities are declared there (`SURGES`,
+`REPORTS_RESTARTS`), never probed. `fleet.runtimes.register` adds one.
+
 Called by `fleet.observed.assemble` (reading), `fleet.plan.diff` (rendering, for the spec
-hash) and the reconciler (fact scripts, adapters).
+hash), import (`fleet.render`) and the reconciler (fact scripts, adapters).
 """
 
 from __future__ import annotations
@@ -20,8 +25,10 @@ from typing import Any, Protocol
 from pydantic import Field
 
 from fleet.base import CoreModel
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.facts.script import FactOutput
+from fleet.names import HASH_LABEL
+from fleet.spec.host_settings import RuntimeSettings
 from fleet.spec.load import Sources
 from fleet.spec.models import DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
@@ -36,7 +43,7 @@ class SeatInstances(CoreModel):
     its last start.
     """
 
-    instances: tuple[ContainerFact, ...] = ()
+    instances: tuple[Instance, ...] = ()
     logs: dict[str, str] = Field(default_factory=dict, description="by instance id")
     definitions: dict[str, dict[str, Any]] = Field(
         default_factory=dict, description="each seat as fleet last wrote it on the host"
@@ -44,20 +51,31 @@ class SeatInstances(CoreModel):
     error: str | None = Field(None, description="the runtime did not answer (why)")
 
 
+ImportLine = tuple[str, object, str]
+"""One line of an imported host file: the key, its value, and where the value came from."""
+
+
 class Runtime(Protocol):
     """One host runtime. `NAME` is what `runtime:` in desired/hosts/<host>.yaml says;
     `DEFINITION` names a seat's definition in a plan (`compose definition: a -> b`);
     `RESTORED` what a rollback puts back on a host (`compose file on HOST`); `MANAGED_BY`
     what a seat fleet runs is under, as plan says of an adopted hand-made one;
-    `SECOND_COPY` how the runtime surges: what a seat's second copy on its second port is
-    (`DesiredFleet.instance_name`: `<seat>-b`), or None where it runs only one (its seats
-    then recreate, and `strategy: surge` is a blocker)."""
+    `SURGES` whether it runs a seat's second copy `<seat>-b` on its second port
+    (`DesiredFleet.instance_name`) beside the first; where not, its seats recreate and
+    `strategy: surge` is a blocker. `REPORTS_RESTARTS`: an instance's restart count means
+    the runtime restarted a dead engine (a finding says so, `RESTARTED_BY` who did);
+    `IMAGE_SOURCE` where import read a seat's `image` from. `SETTINGS` is the model of
+    the keys of a host file that are the runtime's own (`fleet.spec.host_settings`)."""
 
     NAME: str
+    SETTINGS: type[RuntimeSettings]
     DEFINITION: str
     RESTORED: str
     MANAGED_BY: str
-    SECOND_COPY: str | None
+    SURGES: bool
+    REPORTS_RESTARTS: bool
+    RESTARTED_BY: str
+    IMAGE_SOURCE: str
 
     def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
         """Offline rules on a seat's `image` as this runtime runs it (a container image's
@@ -69,7 +87,7 @@ class Runtime(Protocol):
         the definitions fleet wrote there."""
         ...
 
-    def seat_facts(self, seat: str) -> tuple[str, ...]:
+    def seat_facts(self, host: Host, seat: str) -> tuple[str, ...]:
         """Only the entries the health gate reads about one seat's instance."""
         ...
 
@@ -92,3 +110,33 @@ class Runtime(Protocol):
     def render_host(self, desired: DesiredFleet, host_name: str) -> str:
         """Everything the runtime writes for a host's seats (`fleet render HOST`)."""
         ...
+
+    def import_lines(self, instances: tuple[Instance, ...]) -> list[ImportLine]:
+        """What `fleet import` writes of the runtime in a host file, from the instances
+        seen there (`runtime:` and the runtime's own settings)."""
+        ...
+
+
+class RuntimeBase:
+    """The defaults of a runtime (see `Runtime`): a subclass gives its names, facts and
+    rendering, and inherits these."""
+
+    NAME: str
+    SETTINGS: type[RuntimeSettings] = RuntimeSettings
+    SURGES: bool = False
+    REPORTS_RESTARTS: bool = False
+    RESTARTED_BY: str = "the runtime"
+    IMAGE_SOURCE: str = "the instance's image"
+
+    def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
+        """No rule on `image`."""
+        return iter(())
+
+    def spec_hash(self, definition: dict[str, Any]) -> str | None:
+        """The spec hash label of a definition that carries fleet's labels."""
+        labels = definition.get("labels")
+        return labels.get(HASH_LABEL) if isinstance(labels, dict) else None
+
+    def import_lines(self, instances: tuple[Instance, ...]) -> list[ImportLine]:
+        """`runtime: <NAME>`, as the host runs its engines."""
+        return [("runtime", self.NAME, f"the engines run under {self.NAME}")]

@@ -20,13 +20,16 @@ from collections.abc import Iterator
 from typing import Any
 
 from fleet.engines import engine_for
+from fleet.errors import FleetError
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
-from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
+from fleet.facts.docker_inspect import parse_docker_inspect
+from fleet.facts.instance import Instance
 from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts, body
 from fleet.names import COMPOSE_NAME, HASH_LABEL, MANAGED_LABEL, SEAT_LABEL, in_compose_dir
-from fleet.runtimes.base import SeatInstances
+from fleet.runtimes.base import ImportLine, RuntimeBase, SeatInstances
 from fleet.secrets import compose_escape, mask_argv
+from fleet.spec.host_settings import ComposeHostSettings, RuntimeSettings
 from fleet.spec.load import Sources
 from fleet.spec.models import DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
@@ -40,9 +43,16 @@ def project_name(desired: DesiredFleet, host: str) -> str:
     return f"{desired.settings.compose.project_prefix}-{host}"
 
 
+def settings_of(host: Host) -> ComposeHostSettings:
+    """A compose host's own settings (its compose directory, how GPUs are handed over)."""
+    if not isinstance(host.settings, ComposeHostSettings):
+        raise FleetError(f"host {host.name} runs {host.runtime}, not compose", where=host.name)
+    return host.settings
+
+
 def compose_path(host: Host) -> str:
     """Where a host's compose file lives on it."""
-    return in_compose_dir(host.compose_dir, COMPOSE_NAME)
+    return in_compose_dir(settings_of(host).compose_dir, COMPOSE_NAME)
 
 
 def engine_args(seat: Seat) -> list[str]:
@@ -64,7 +74,7 @@ def render_service(seat: Seat, host: Host) -> dict[str, Any]:
     environment = {k: compose_escape(v) for k, v in sorted(seat.env.items())}
     if not seat.gpus:
         pass  # a CPU seat: no GPU handed over
-    elif host.gpu_handover == "runtime":
+    elif settings_of(host).gpu_handover == "runtime":
         service["runtime"] = "nvidia"
         environment["NVIDIA_VISIBLE_DEVICES"] = ",".join(str(i) for i in seat.gpus)
     else:
@@ -171,7 +181,7 @@ COMPOSE_FILE: Fact[dict[str, dict[str, Any]]] = Fact(
 )
 
 
-def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
+def _live_argv(container: Instance, cmdline: str | None) -> Instance:
     """The argv the engine process really runs with, when /proc could be read.
 
     A wrapper entrypoint can drop flags docker was asked to pass; the process's own
@@ -181,14 +191,16 @@ def _live_argv(container: ContainerFact, cmdline: str | None) -> ContainerFact:
     return container.model_copy(update={"argv": argv}) if argv else container
 
 
-class ComposeRuntime:
+class ComposeRuntime(RuntimeBase):
     """Seats as services of the host's compose project (`fleet-<host>`)."""
 
     NAME = "compose"
+    SETTINGS: type[RuntimeSettings] = ComposeHostSettings
     DEFINITION = "compose definition"
     RESTORED = "compose file"
     MANAGED_BY = "fleet's compose project"
-    SECOND_COPY: str | None = "a second service <seat>-b of the host's compose project"
+    SURGES = True  # a second service <seat>-b of the host's compose project
+    IMAGE_SOURCE = "docker inspect: the image and its registry digest"
 
     def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
         """A container image: pinned by tag, and by digest as the policy says."""
@@ -197,7 +209,7 @@ class ComposeRuntime:
     def host_facts(self, host: Host) -> tuple[str, ...]:
         return (CONTAINERS.entry(""), COMPOSE_FILE.entry(compose_path(host)))
 
-    def seat_facts(self, seat: str) -> tuple[str, ...]:
+    def seat_facts(self, host: Host, seat: str) -> tuple[str, ...]:
         return (CONTAINERS.entry(" --filter " + shlex.quote(f"label={SEAT_LABEL}={seat}")),)
 
     def read_seats(self, output: FactOutput) -> SeatInstances:
@@ -209,12 +221,17 @@ class ComposeRuntime:
     def render_seat(self, seat: Seat, host: Host) -> dict[str, Any]:
         return render_service(seat, host)
 
-    def spec_hash(self, definition: dict[str, Any]) -> str | None:
-        labels = definition.get("labels")
-        return labels.get(HASH_LABEL) if isinstance(labels, dict) else None
-
     def render_host(self, desired: DesiredFleet, host_name: str) -> str:
         return render_compose(desired, host_name)
+
+    def import_lines(self, instances: tuple[Instance, ...]) -> list[ImportLine]:
+        """How GPUs reach the containers (where they run under the nvidia runtime), and
+        where fleet will keep its compose file; `runtime:` is compose's by default."""
+        lines: list[ImportLine] = []
+        if any(i.oci_runtime == "nvidia" for i in instances):
+            lines.append(("gpu_handover", "runtime", "the engines run with `runtime: nvidia`"))
+        lines.append(("compose_dir", "/srv/fleet", "where fleet will keep its compose file"))
+        return lines
 
 
 COMPOSE = ComposeRuntime()

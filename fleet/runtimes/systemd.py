@@ -4,12 +4,13 @@ The second runtime behind `fleet.runtimes.base.Runtime`, for hosts that run engi
 no Docker (llama-server or `vllm serve` as services). On such a host a seat's `image` is
 the engine's executable (`/usr/local/bin/llama-server`), the unit's ExecStart is that and
 the argv its engine module renders (`fleet.runtimes.systemd_unit`). The fact script lists
-the units fleet wrote and every hand-made unit whose ExecStart runs llama-server or vLLM,
+the units fleet wrote and every hand-made unit whose ExecStart starts an engine (each
+engine's `EXECUTABLE`),
 and for each prints `systemctl show` (state, MainPID, NRestarts, NeedDaemonReload), the
 main process's /proc cmdline, its journal and its unit file. Each unit becomes a neutral
-instance (`ContainerFact`: id = the unit's name, labels from its `X-Fleet-*` fields); a
+instance (`Instance`: id = the unit's name, labels from its `X-Fleet-*` fields); a
 GPU process belongs to the unit its cgroup names. A surge runs a seat's second copy as a
-second unit, `fleet-<seat>-b.service` on its second port (`SECOND_COPY`), beside the
+second unit, `fleet-<seat>-b.service` on its second port (`SURGES`), beside the
 first and sharing its secrets file; fleet's units are read by unit, so both copies and
 their definitions are seen while both run. What runs these is
 `reconciler.runtimes.systemd`.
@@ -21,26 +22,27 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
+from fleet.engines import ENGINES
+from fleet.errors import FleetError
 from fleet.facts.cgroup import parse_cgroup_unit
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts
 from fleet.facts.systemctl import PROPERTIES, UnitStatus, parse_show_blocks, unit_status
 from fleet.facts.unit_journal import parse_unit_journal
 from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.runtimes import systemd_unit as units
-from fleet.runtimes.base import SeatInstances
+from fleet.runtimes.base import ImportLine, RuntimeBase, SeatInstances
 from fleet.secrets import mask_argv, mask_env_value
+from fleet.spec.host_settings import RuntimeSettings, SystemdHostSettings
 from fleet.spec.load import Sources
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
 from fleet.spec.seat_rules import seat_file
 
-ENGINE_EXECUTABLES = r"(llama-server|vllm)"  # a hand-made unit of these is an engine's
 
-
-def _unit_loop(selector: str) -> str:
+def _unit_loop(unit_dir: str, selector: str) -> str:
     """Shell printing, for each unit `selector` lists, what observe reads of it."""
-    unit_file = f'"{units.UNIT_DIR}/$u"'
+    unit_file = f'"{unit_dir}/$u"'
     return (
         "systemctl show -p Version --value >/dev/null 2>&1\nmark systemd-rc $?\n"
         f"units=$({selector})\n"
@@ -56,10 +58,22 @@ def _unit_loop(selector: str) -> str:
     )
 
 
-HOST_UNITS = (
-    f"cd {units.UNIT_DIR} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
-    f" grep -l -E '^ExecStart=[^ ]*{ENGINE_EXECUTABLES}' *.service 2>/dev/null; }} | sort -u"
-)
+def dirs_of(host: Host) -> SystemdHostSettings:
+    """A systemd host's own settings (its unit and secrets directories)."""
+    if not isinstance(host.settings, SystemdHostSettings):
+        raise FleetError(f"host {host.name} runs {host.runtime}, not systemd", where=host.name)
+    return host.settings
+
+
+def host_units(unit_dir: str = units.UNIT_DIR) -> str:
+    """Shell listing fleet's units and every hand-made unit whose ExecStart starts an
+    engine (as each registered engine's `EXECUTABLE` says a host starts it)."""
+    starts = "|".join(f"({engine.EXECUTABLE})" for engine in ENGINES.values())
+    return (
+        f"cd {unit_dir} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
+        f" grep -l -E {shlex.quote(f'^ExecStart=({starts})')} *.service 2>/dev/null; }}"
+        " | sort -u"
+    )
 
 
 def parse_unit_definition(text: str) -> dict[str, Any]:
@@ -127,13 +141,11 @@ def _state(status: UnitStatus) -> str:
     return "created" if status.active_state == "activating" else "exited"
 
 
-def _instance(
-    unit: str, status: UnitStatus, cmdline: str, definition: dict[str, Any]
-) -> ContainerFact:
+def _instance(unit: str, status: UnitStatus, cmdline: str, definition: dict[str, Any]) -> Instance:
     argv = mask_argv(tuple(line for line in cmdline.split("\n") if line))
     env = {k: mask_env_value(k, v) for k, v in definition["environment"].items()}
     visible = env.pop("CUDA_VISIBLE_DEVICES", "")
-    return ContainerFact(
+    return Instance(
         id=unit,
         name=unit.removesuffix(".service"),
         state=_state(status),
@@ -145,7 +157,6 @@ def _instance(
         argv=argv or mask_argv(tuple([definition["image"], *definition["command"]])),
         gpu_request=tuple(g for g in visible.split(",") if g),
         env=env,
-        runtime="systemd",
     )
 
 
@@ -183,20 +194,24 @@ UNITS: Fact[SeatInstances] = Fact(
 )
 
 
-def seat_units(seat: str) -> str:
+def seat_units(seat: str, unit_dir: str = units.UNIT_DIR) -> str:
     """Shell listing the units of one seat's copies that exist (one, or two mid-surge)."""
     names = " ".join(shlex.quote(units.unit_name(n)) for n in (seat, f"{seat}{SECOND_COPY}"))
-    return f"cd {units.UNIT_DIR} 2>/dev/null && ls {names} 2>/dev/null"
+    return f"cd {unit_dir} 2>/dev/null && ls {names} 2>/dev/null"
 
 
-class SystemdRuntime:
+class SystemdRuntime(RuntimeBase):
     """Seats as systemd units on the host (`fleet-<seat>.service`)."""
 
     NAME = "systemd"
+    SETTINGS: type[RuntimeSettings] = SystemdHostSettings
     DEFINITION = "unit definition"
     RESTORED = "unit files"
     MANAGED_BY = "fleet's units"
-    SECOND_COPY: str | None = "a second unit fleet-<seat>-b.service"
+    SURGES = True  # a second unit fleet-<seat>-b.service
+    REPORTS_RESTARTS = True  # Restart=on-failure: NRestarts counts what systemd restarted
+    RESTARTED_BY = "systemd"
+    IMAGE_SOURCE = "the unit's ExecStart: the engine's executable"
 
     def check_image(self, seat: Seat, policy: ImagePolicy, src: Sources) -> Iterator[Problem]:
         """The unit's executable: `image` is the engine's absolute path on the host."""
@@ -205,10 +220,12 @@ class SystemdRuntime:
             yield src.problem(seat_file(seat), ("image",), f"{message}, not {seat.image!r}")
 
     def host_facts(self, host: Host) -> tuple[str, ...]:
-        return (UNITS.entry(HOST_UNITS),)
+        unit_dir = dirs_of(host).unit_dir
+        return (UNITS.entry(unit_dir, host_units(unit_dir)),)
 
-    def seat_facts(self, seat: str) -> tuple[str, ...]:
-        return (UNITS.entry(seat_units(seat)),)
+    def seat_facts(self, host: Host, seat: str) -> tuple[str, ...]:
+        unit_dir = dirs_of(host).unit_dir
+        return (UNITS.entry(unit_dir, seat_units(seat, unit_dir)),)
 
     def read_seats(self, output: FactOutput) -> SeatInstances:
         return output[UNITS]
@@ -217,18 +234,19 @@ class SystemdRuntime:
         return parse_cgroup_unit(cgroup)
 
     def render_seat(self, seat: Seat, host: Host) -> dict[str, Any]:
-        return parse_unit_definition(units.render_unit(seat))
-
-    def spec_hash(self, definition: dict[str, Any]) -> str | None:
-        labels = definition.get("labels")
-        return labels.get(HASH_LABEL) if isinstance(labels, dict) else None
+        return parse_unit_definition(units.render_unit(seat, dirs_of(host).env_dir))
 
     def render_host(self, desired: DesiredFleet, host_name: str) -> str:
         """Each seat's unit where its live copy runs (`fleet-<seat>-b` after a surge)."""
+        where = dirs_of(desired.hosts[host_name])
         return "".join(
-            f"# {units.unit_path(desired.instance_name(s.name))}\n{units.render_unit(s)}\n"
+            f"# {units.unit_path(desired.instance_name(s.name), where.unit_dir)}\n"
+            f"{units.render_unit(s, where.env_dir)}\n"
             for s in desired.seats_on(host_name)
         )
+
+    def import_lines(self, instances: tuple[Instance, ...]) -> list[ImportLine]:
+        return [("runtime", self.NAME, "the engines run as systemd units")]
 
 
 SYSTEMD = SystemdRuntime()

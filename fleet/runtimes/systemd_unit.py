@@ -35,14 +35,15 @@ def unit_name(seat: str) -> str:
     return f"{UNIT_PREFIX}{seat}.service"
 
 
-def unit_path(seat: str) -> str:
-    """Where that unit's file lives."""
-    return f"{UNIT_DIR}/{unit_name(seat)}"
+def unit_path(seat: str, unit_dir: str = UNIT_DIR) -> str:
+    """Where that unit's file lives (in the host's `unit_dir`)."""
+    return f"{unit_dir}/{unit_name(seat)}"
 
 
-def env_file_path(seat: str) -> str:
-    """The seat's secrets file (0600), read by systemd before the engine starts."""
-    return f"{ENV_DIR}/{UNIT_PREFIX}{seat}.env"
+def env_file_path(seat: str, env_dir: str = ENV_DIR) -> str:
+    """The seat's secrets file (0600, in the host's `env_dir`), read by systemd before the
+    engine starts."""
+    return f"{env_dir}/{UNIT_PREFIX}{seat}.env"
 
 
 def exec_argv(seat: Seat) -> list[str]:
@@ -105,7 +106,7 @@ def secret_names(seat: Seat) -> list[str]:
     return sorted(k for k, v in seat.env.items() if is_secret(v))
 
 
-def unit_body(seat: Seat) -> str:
+def unit_body(seat: Seat, env_dir: str = ENV_DIR) -> str:
     """The unit without its spec-hash line."""
     lines = [
         "[Unit]",
@@ -121,7 +122,7 @@ def unit_body(seat: Seat) -> str:
     ]
     if secret_names(seat):
         lines.append(f"# from the environment at apply time: {' '.join(secret_names(seat))}")
-        lines.append(f"EnvironmentFile={env_file_path(seat.name)}")
+        lines.append(f"EnvironmentFile={env_file_path(seat.name, env_dir)}")
     lines += [
         "Restart=on-failure",
         "RestartSec=5",
@@ -138,9 +139,9 @@ def spec_hash(body: str) -> str:
     return hashlib.sha256(body.encode()).hexdigest()[:16]
 
 
-def render_unit(seat: Seat) -> str:
+def render_unit(seat: Seat, env_dir: str = ENV_DIR) -> str:
     """The whole unit file of one seat, its spec hash in the [Unit] section."""
-    body = unit_body(seat)
+    body = unit_body(seat, env_dir)
     seat_line = f"{SEAT_KEY}={seat.name}\n"
     return HEADER + body.replace(seat_line, f"{seat_line}{HASH_KEY}={spec_hash(body)}\n", 1)
 

@@ -1,6 +1,6 @@
 """Turn the text of desired/ files into a `DesiredFleet`, with every problem at file:line.
 
-Called by the command line (through `reconciler.desired`, which reads the files) and by
+Called by the command line (through `reconciler.workflows.desired`, which reads the files) and by
 tests. The input is a mapping of paths relative to desired/ (`seats/sec.yaml`) to text, so
 this module does no I/O. Each file is parsed once: `fleet.yaml_reader` reads it with
 libyaml by ruamel.yaml's YAML 1.2 rules; where it cannot promise ruamel's reading,

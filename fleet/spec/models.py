@@ -9,10 +9,26 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
+from fleet.spec.host_settings import (
+    KIND_SETTINGS,
+    RUNTIME_SETTINGS,
+    KindSettings,
+    RuntimeSettings,
+    settings_schema,
+    unknown_runtime,
+    with_settings,
+)
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
 from fleet.units import ByteSize, Seconds
 
@@ -134,30 +150,52 @@ class GpuSpec(CoreModel):
     memory: ByteSize = Field(description="Total memory, e.g. 97887MiB.")
 
 
-RuntimeName = Literal["compose", "systemd"]  # the keys of fleet.runtimes.RUNTIMES
-
-
 class Host(CoreModel):
     """desired/hosts/<name>.yaml: a machine reached over SSH, running its seats under a
-    runtime (docker compose by default)."""
+    runtime (docker compose by default). The keys that are not these are the runtime's
+    (`fleet.spec.host_settings`: compose's `compose_dir`, `gpu_handover`), read into
+    `settings` by the model its runtime registered."""
+
+    model_config = ConfigDict(json_schema_extra=settings_schema(RUNTIME_SETTINGS, "runtime"))
 
     name: str = Field(description="Host name; equals the file name.")
     ssh: HostSsh = Field(description="How to reach the host.")
     address: str = Field(description="Address the gateway uses to reach this host's seats.")
     publish_address: str = Field("0.0.0.0", description="Interface seat ports bind on.")
     gpus: tuple[GpuSpec, ...] = Field((), description="The host's GPUs.")
-    runtime: RuntimeName = Field(
+    runtime: str = Field(
         "compose",
         description="How the host runs its seats: compose (docker compose), or systemd "
         "(a unit per seat; a seat's image is then the engine's executable).",
     )
-    compose_dir: str = Field("/srv/fleet", description="Directory of compose files on the host.")
     models_root: str = Field("/models", description="Directory of model directories.")
-    gpu_handover: Literal["device_requests", "runtime"] = Field(
-        "device_requests",
-        description="device_requests: compose device reservations with device_ids; "
-        "runtime: `runtime: nvidia` with NVIDIA_VISIBLE_DEVICES.",
+    state_dir: str | None = Field(
+        None,
+        description="Directory of fleet's apply lock and journal on the host [the runtime's: "
+        "compose_dir on a compose host, /srv/fleet otherwise].",
     )
+    settings: SkipJsonSchema[SerializeAsAny[RuntimeSettings]] = Field(
+        default_factory=lambda: RUNTIME_SETTINGS["compose"](),
+        description="The runtime's own settings, read from the file's other keys.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _runtime_settings(cls, data: Any) -> Any:
+        neutral = set(cls.model_fields) - {"settings"}
+        return with_settings(data, neutral, RUNTIME_SETTINGS, "host", ("runtime", "compose"))
+
+    @field_validator("runtime")
+    @classmethod
+    def _known_runtime(cls, value: str) -> str:
+        if value not in RUNTIME_SETTINGS:
+            raise unknown_runtime(value)
+        return value
+
+    @property
+    def apply_state_dir(self) -> str:
+        """Where fleet keeps the host's apply lock and journal."""
+        return self.state_dir or self.settings.default_state_dir()
 
 
 class Speculative(CoreModel):
@@ -242,15 +280,21 @@ class Seat(CoreModel):
 
 
 class GatewayRestart(CoreModel):
-    """How the gateway picks up a new config: a container to restart, or a command."""
+    """How the gateway picks up a new config: an instance its host's runtime restarts (a
+    compose host's container, a systemd host's unit), or a command."""
 
-    container: str | None = Field(None, description="Docker container name to restart.")
+    instance: str | None = Field(
+        None,
+        validation_alias=AliasChoices("instance", "container"),
+        description="The proxy's instance on the gateway host, restarted by that host's "
+        "runtime (a container's name; `container:` says the same).",
+    )
     command: str | None = Field(None, description="Command run on the gateway host.")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> GatewayRestart:
-        if (self.container is None) == (self.command is None):
-            raise ValueError("give exactly one of container and command")
+        if (self.instance is None) == (self.command is None):
+            raise ValueError("give exactly one of instance (or container) and command")
         return self
 
 
@@ -289,9 +333,11 @@ class GatewayFront(CoreModel):
 
 
 class Gateway(CoreModel):
-    """desired/gateway.yaml: the LiteLLM proxy."""
+    """desired/gateway.yaml: the gateway proxy (LiteLLM)."""
 
-    kind: Literal["litellm"] = Field("litellm", description="The proxy's kind (LiteLLM).")
+    model_config = ConfigDict(json_schema_extra=settings_schema(KIND_SETTINGS, "kind"))
+
+    kind: str = Field("litellm", description="The proxy's kind (LiteLLM).")
     host: str = Field(description="Host the proxy runs on.")
     config_path: str = Field(description="LiteLLM config file on that host.")
     url: str = Field(description="URL clients use (the front's, if any); fleet verifies there.")
@@ -302,14 +348,27 @@ class Gateway(CoreModel):
     front: GatewayFront | None = Field(
         None, description="A front (nginx): the proxy is then changed blue/green behind it."
     )
-    provider_prefix: str = Field("hosted_vllm/", description="LiteLLM provider prefix.")
-    alias_params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="Extra litellm_params per alias."
-    )
     fallbacks: dict[str, tuple[str, ...]] = Field(
         default_factory=dict, description="Alias -> aliases tried when it fails."
     )
     retired_aliases: tuple[str, ...] = Field((), description="Aliases to remove.")
+    settings: SkipJsonSchema[SerializeAsAny[KindSettings]] = Field(
+        default_factory=lambda: KIND_SETTINGS["litellm"](),
+        description="The kind's own settings, read from the file's other keys.",
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_settings(cls, data: Any) -> Any:
+        neutral = set(cls.model_fields) - {"settings"}
+        return with_settings(data, neutral, KIND_SETTINGS, "gateway", ("kind", "litellm"))
+
+    @field_validator("kind")
+    @classmethod
+    def _known_kind(cls, value: str) -> str:
+        if value not in KIND_SETTINGS:
+            raise unknown_runtime(value, KIND_SETTINGS)
+        return value
 
     @model_validator(mode="after")
     def _restart_or_front(self) -> Gateway:

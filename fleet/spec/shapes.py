@@ -113,12 +113,22 @@ def _check_host(host: Host, src: Sources) -> Iterator[Problem]:
         yield src.problem(rel, ("ssh", "alias"), f"ssh.alias {host.ssh.alias!r}: {_NAME_RULE}")
     if host.ssh.user is not None and not USER.match(host.ssh.user):
         yield src.problem(rel, ("ssh", "user"), f"ssh.user {host.ssh.user!r} is not a user name")
-    for key, value in (("compose_dir", host.compose_dir), ("models_root", host.models_root)):
+    for key, value in _host_dirs(host):
         why = host_path_problem(value)
         if why is None and value.rstrip("/") == "":
             why = "is the root directory"
         if why is not None:
             yield src.problem(rel, (key,), f"{key} {value!r} {why}")
+
+
+def _host_dirs(host: Host) -> Iterator[tuple[str, str]]:
+    """The directories a host file names: models_root, state_dir and its runtime's own."""
+    yield "models_root", host.models_root
+    if host.state_dir is not None:
+        yield "state_dir", host.state_dir
+    for key, value in host.settings.model_dump().items():
+        if key.endswith("_dir") and isinstance(value, str):
+            yield key, value
 
 
 def _check_seat(seat: Seat, host: Host | None, src: Sources) -> Iterator[Problem]:
@@ -181,10 +191,10 @@ def _check_gateway(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
         )
     if front is not None and front.proxy_address and not is_address(front.proxy_address):
         yield src.problem(rel, ("front", "proxy_address"), f"front.proxy_address {_NOT_ADDRESS}")
-    container = gateway.restart.container if gateway.restart else None
-    if container is not None and not NAME.match(container):
-        yield src.problem(rel, ("restart", "container"), f"restart.container: {_NAME_RULE}")
-    named = [("alias_params", a) for a in gateway.alias_params]
+    instance = gateway.restart.instance if gateway.restart else None
+    if instance is not None and not NAME.match(instance):
+        yield src.problem(rel, ("restart",), f"restart.instance: {_NAME_RULE}")
+    named = list(gateway.settings.named_aliases())
     named += [("fallbacks", a) for a in gateway.fallbacks]
     named += [("fallbacks", a) for t in gateway.fallbacks.values() for a in t]
     named += [("retired_aliases", a) for a in gateway.retired_aliases]

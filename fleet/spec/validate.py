@@ -136,13 +136,9 @@ def check_aliases(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
         yield src.problem(
             "gateway.yaml", ("host",), f"host {gateway.host!r} is not in desired/hosts"
         )
-    for alias in gateway.alias_params:
+    for key, alias in gateway.settings.named_aliases():
         if alias not in owner:
-            yield src.problem(
-                "gateway.yaml",
-                ("alias_params", alias),
-                f"alias_params names unknown alias {alias!r}",
-            )
+            yield src.problem("gateway.yaml", (key, alias), f"{key} names unknown alias {alias!r}")
     for alias, targets in gateway.fallbacks.items():
         for name in (alias, *targets):
             if name not in owner:

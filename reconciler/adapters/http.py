@@ -1,4 +1,4 @@
-"""Plain HTTP/1.1 requests, either over an SSH direct-tcpip channel or straight to a URL.
+"""Plain HTTP/1.1 requests over an SSH direct-tcpip channel.
 
 Used to probe engines and gateway backends *from the host that would reach them* (a
 channel of that host's SSH connection), and to verify aliases through the proxy.
@@ -7,8 +7,6 @@ channel of that host's SSH connection), and to verify aliases through the proxy.
 from __future__ import annotations
 
 import json
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
@@ -113,33 +111,3 @@ def _unchunk(body: bytes) -> bytes:
         out += rest[:size]
         body = rest[size + 2 :]
     return bytes(out)
-
-
-def request_url(
-    url: str,
-    method: str = "GET",
-    body: Any = None,
-    headers: dict[str, str] | None = None,
-    timeout: float = 30.0,
-) -> HttpReply:
-    """One request straight from this machine (the gateway URL)."""
-    data = json.dumps(body).encode() if body is not None else None
-    request = urllib.request.Request(
-        url,
-        data=data,
-        method=method,
-        headers={"Content-Type": "application/json", **(headers or {})},
-    )
-    try:
-        with urllib.request.urlopen(request, timeout=timeout) as reply:
-            return HttpReply(reply.status, _bounded(reply.read(MAX_REPLY_BYTES + 1), url))
-    except urllib.error.HTTPError as err:
-        return HttpReply(err.code, _bounded(err.read(MAX_REPLY_BYTES + 1), url))
-    except (urllib.error.URLError, OSError) as err:
-        raise HostUnreachable(f"{url} does not answer: {err}") from err
-
-
-def _bounded(data: bytes, url: str) -> str:
-    if len(data) > MAX_REPLY_BYTES:
-        raise HostError(f"{url} answered with more than {MAX_REPLY_BYTES} bytes")
-    return data.decode(errors="replace")

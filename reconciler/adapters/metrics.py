@@ -177,7 +177,7 @@ class FleetMetrics:
         if gateway is None or gateway.config is None:
             return
         for entry in gateway.config.entries:
-            probe = gateway.probes.get(entry.api_base or "")
+            probe = gateway.probes.get(entry.address or "")
             if probe is not None:
                 self.alias_up.labels(entry.alias).set(1 if probe.answers else 0)
 

@@ -35,14 +35,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 @explain_app.command("log")
 def explain_log(
     ctx: typer.Context,
-    file: Annotated[Path, typer.Argument(help="A vLLM or llama-server log.")],
+    file: Annotated[Path, typer.Argument(help="An engine's log (vLLM, llama-server, SGLang).")],
     model: Annotated[
         Path | None,
         typer.Option("--model", help="A config.json (or model directory) to estimate KV from."),
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The facts an engine's startup log states (vLLM, or llama-server)."""
+    """The facts an engine's startup log states (vLLM, llama-server or SGLang)."""
     from fleet.engines import explain_log as explain_engine_log
 
     output = output_of(ctx)

@@ -4,8 +4,9 @@ The pure half of a runtime (`fleet.runtimes.base.Runtime`: facts, reading, rende
 the core's; this half runs on a host through its `HostSession`: write the seats'
 definitions (keeping what was there, to put back), start (create or replace) one seat,
 remove one, restart its instance, read its log since a time, find the port it publishes.
-Capabilities only some runtimes have are protocols of their own (`AdoptsHandMade`: stop,
-start and remove an instance fleet did not create, which `fleet import` adopts).
+Capabilities only some runtimes have are mixins an adapter inherits to declare them
+(`AdoptsHandMade`: stop, start and remove an instance fleet did not create, which
+`fleet import` adopts).
 
 Called by `reconciler.workflows` (seat_wave, apply, drain, bench, reconcile) through
 `reconciler.runtimes.adapter_for(host)`.
@@ -13,7 +14,8 @@ Called by `reconciler.workflows` (seat_wave, apply, drain, bench, reconcile) thr
 
 from __future__ import annotations
 
-from typing import Any, Protocol, runtime_checkable
+from abc import ABC, abstractmethod
+from typing import Any, Protocol
 
 from fleet.runtimes.base import Runtime
 from fleet.spec.models import DesiredFleet, Host
@@ -65,6 +67,10 @@ class RuntimeAdapter(Protocol):
         """Restart a running instance in place (the watchdog's remedy)."""
         ...
 
+    def restart_command(self, instance: str) -> str:
+        """The command that restarts one instance in place (a gateway's `restart:`)."""
+        ...
+
     def read_log(self, conn: HostSession, instance: str, since: str, lines: int) -> str:
         """The last `lines` of an instance's log since a UTC time (`date -u` format)."""
         ...
@@ -78,18 +84,18 @@ class RuntimeAdapter(Protocol):
         ...
 
 
-@runtime_checkable
-class AdoptsHandMade(Protocol):
-    """A runtime whose hand-made instances `fleet import` adopts and apply takes over."""
+class AdoptsHandMade(ABC):
+    """The capability of a runtime whose hand-made instances `fleet import` adopts and
+    apply takes over: an adapter declares it by inheriting this mixin."""
 
+    @abstractmethod
     def stop_hand_made(self, conn: HostSession, name: str) -> None:
         """Stop it (it stays, to be started again on rollback)."""
-        ...
 
+    @abstractmethod
     def start_hand_made(self, conn: HostSession, name: str) -> None:
         """Start it again."""
-        ...
 
+    @abstractmethod
     def remove_hand_made(self, conn: HostSession, name: str) -> None:
         """Remove it, once the seat that took it over is healthy."""
-        ...

@@ -20,12 +20,12 @@ from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError
 from fleet.names import COMPOSE_PROJECT_LABEL, COMPOSE_SERVICE_LABEL, SEAT_LABEL
 from fleet.runtimes.base import Runtime
-from fleet.runtimes.compose import COMPOSE, HEADER, compose_path, project_name
+from fleet.runtimes.compose import COMPOSE, HEADER, compose_path, project_name, settings_of
 from fleet.secrets import referenced_variables
 from fleet.spec.models import DesiredFleet, Host
 from fleet.yamltext import dump_yaml, load_yaml
 from reconciler.host import HostSession, checked
-from reconciler.runtimes.base import Snapshot
+from reconciler.runtimes.base import AdoptsHandMade, Snapshot
 
 
 def compose(desired: DesiredFleet, host: Host, *args: str) -> str:
@@ -79,12 +79,7 @@ def env_file(text: str) -> str:
     return "".join(f"{line}\n" for line in lines)
 
 
-def restart_command(container: str) -> str:
-    """Restart one container in place (a seat's, or the gateway's `restart: {container}`)."""
-    return f"docker restart {shlex.quote(container)}"
-
-
-class ComposeAdapter:
+class ComposeAdapter(AdoptsHandMade):
     """docker compose on a host, one service per seat."""
 
     runtime: Runtime = COMPOSE
@@ -106,8 +101,9 @@ class ComposeAdapter:
         text = merged_compose(desired, host, previous, changes)
         path = compose_path(host)
         secrets = env_file(text)
-        conn.check(f"mkdir -p {shlex.quote(host.compose_dir)}")
-        conn.write_file_atomic(f"{host.compose_dir.rstrip('/')}/.env", secrets, mode=0o600)
+        directory = settings_of(host).compose_dir
+        conn.check(f"mkdir -p {shlex.quote(directory)}")
+        conn.write_file_atomic(f"{directory.rstrip('/')}/.env", secrets, mode=0o600)
         if previous is not None:
             conn.write_file_atomic(path + ".prev", previous)
         conn.write_file_atomic(path, text)
@@ -136,7 +132,10 @@ class ComposeAdapter:
         conn.check(f'ids=$(docker ps -aq {mine}); [ -z "$ids" ] || docker rm -f $ids', timeout=300)
 
     def restart(self, conn: HostSession, host: Host, instance: str) -> None:
-        conn.check(restart_command(instance), timeout=300)
+        conn.check(self.restart_command(instance), timeout=300)
+
+    def restart_command(self, instance: str) -> str:
+        return f"docker restart {shlex.quote(instance)}"
 
     def read_log(self, conn: HostSession, instance: str, since: str, lines: int) -> str:
         command = f"docker logs --since {shlex.quote(since)} {shlex.quote(instance)} 2>&1"

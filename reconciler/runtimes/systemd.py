@@ -26,13 +26,17 @@ from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import Runtime
-from fleet.runtimes.systemd import SYSTEMD, parse_unit_definition
+from fleet.runtimes.systemd import SYSTEMD, dirs_of, parse_unit_definition
 from fleet.secrets import INTERPOLATION
+from fleet.spec.host_settings import SystemdHostSettings
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host
 from reconciler.host import HostSession
-from reconciler.runtimes.base import Snapshot
+from reconciler.runtimes.base import AdoptsHandMade, Snapshot
 
-LIST_UNITS = f"cd {units.UNIT_DIR} && ls {units.UNIT_PREFIX}*.service 2>/dev/null"
+
+def list_units(host: Host) -> str:
+    """Shell listing fleet's units on a host."""
+    return f"cd {dirs_of(host).unit_dir} && ls {units.UNIT_PREFIX}*.service 2>/dev/null"
 
 
 def secret_values(text: str) -> dict[str, str]:
@@ -51,17 +55,18 @@ def systemctl(*words: str) -> str:
     return " ".join(["systemctl", *(shlex.quote(w) for w in words)])
 
 
-class SystemdAdapter:
+class SystemdAdapter(AdoptsHandMade):
     """systemd on a host, one unit per seat."""
 
     runtime: Runtime = SYSTEMD
 
     def describe(self, host: Host) -> str:
-        return f"{units.UNIT_DIR}/{units.UNIT_PREFIX}*.service"
+        return f"{dirs_of(host).unit_dir}/{units.UNIT_PREFIX}*.service"
 
     def snapshot(self, conn: HostSession, host: Host) -> Snapshot:
-        names = conn.run(LIST_UNITS).stdout.split()
-        texts = {name: conn.read_file(f"{units.UNIT_DIR}/{name}") for name in sorted(names)}
+        names = conn.run(list_units(host)).stdout.split()
+        unit_dir = dirs_of(host).unit_dir
+        texts = {name: conn.read_file(f"{unit_dir}/{name}") for name in sorted(names)}
         found = {name: text for name, text in texts.items() if text is not None}
         return json.dumps(found, sort_keys=True) if found else None
 
@@ -74,29 +79,32 @@ class SystemdAdapter:
         changes: dict[str, dict[str, Any] | None],
     ) -> None:
         before = json.loads(previous) if previous else {}
+        where = dirs_of(host)
         for name, definition in sorted(changes.items()):
-            path = units.unit_path(name)
+            path = units.unit_path(name, where.unit_dir)
             if definition is None:
                 conn.run("rm -f " + " ".join(shlex.quote(p) for p in (path, path + ".prev")))
-                conn.run(unused_env_files(name))
+                conn.run(unused_env_files(name, where))
                 continue
             seat = desired.seats[seat_of(desired, name)]
             env_text = units.render_env_file(seat, secret_values(" ".join(seat.env.values())))
             if env_text is not None:
-                conn.check(f"mkdir -p {units.ENV_DIR}")
-                conn.write_file_atomic(units.env_file_path(seat.name), env_text, mode=0o600)
+                conn.check(f"mkdir -p {shlex.quote(where.env_dir)}")
+                path_of_env = units.env_file_path(seat.name, where.env_dir)
+                conn.write_file_atomic(path_of_env, env_text, mode=0o600)
             if units.unit_name(name) in before:
                 conn.write_file_atomic(path + ".prev", before[units.unit_name(name)])
-            conn.write_file_atomic(path, units.render_unit(seat))
-        conn.check(f"mkdir -p {shlex.quote(host.compose_dir)} && systemctl daemon-reload")
+            conn.write_file_atomic(path, units.render_unit(seat, where.env_dir))
+        conn.check(f"mkdir -p {shlex.quote(host.apply_state_dir)} && systemctl daemon-reload")
 
     def restore(self, conn: HostSession, host: Host, previous: Snapshot) -> None:
         before: dict[str, str] = json.loads(previous) if previous else {}
-        for name in conn.run(LIST_UNITS).stdout.split():
+        unit_dir = dirs_of(host).unit_dir
+        for name in conn.run(list_units(host)).stdout.split():
             if name not in before:
-                conn.run(f"rm -f {shlex.quote(f'{units.UNIT_DIR}/{name}')}")
+                conn.run(f"rm -f {shlex.quote(f'{unit_dir}/{name}')}")
         for name, text in sorted(before.items()):
-            conn.write_file_atomic(f"{units.UNIT_DIR}/{name}", text)
+            conn.write_file_atomic(f"{unit_dir}/{name}", text)
         conn.check("systemctl daemon-reload")
 
     def start_seat(self, conn: HostSession, desired: DesiredFleet, host: Host, seat: str) -> None:
@@ -106,7 +114,10 @@ class SystemdAdapter:
         stop_unit(conn, units.unit_name(seat))
 
     def restart(self, conn: HostSession, host: Host, instance: str) -> None:
-        conn.check(systemctl("restart", instance), timeout=300)
+        conn.check(self.restart_command(instance), timeout=300)
+
+    def restart_command(self, instance: str) -> str:
+        return systemctl("restart", instance)
 
     def read_log(self, conn: HostSession, instance: str, since: str, lines: int) -> str:
         # the current run's output (its invocation), which starts after `since` anyway
@@ -146,14 +157,14 @@ def seat_of(desired: DesiredFleet, instance: str) -> str:
     return instance if instance in desired.seats else instance.removesuffix(SECOND_COPY)
 
 
-def unused_env_files(instance: str) -> str:
+def unused_env_files(instance: str, where: SystemdHostSettings) -> str:
     """Shell removing the secrets file of the seat an instance was a copy of, once neither
     of its units is left (the other copy of a surging seat still reads it)."""
     commands = []
     for seat in sorted({instance, instance.removesuffix(SECOND_COPY)}):
-        first = shlex.quote(units.unit_path(seat))
-        second = shlex.quote(units.unit_path(f"{seat}{SECOND_COPY}"))
-        env = shlex.quote(units.env_file_path(seat))
+        first = shlex.quote(units.unit_path(seat, where.unit_dir))
+        second = shlex.quote(units.unit_path(f"{seat}{SECOND_COPY}", where.unit_dir))
+        env = shlex.quote(units.env_file_path(seat, where.env_dir))
         commands.append(f"[ -e {first} ] || [ -e {second} ] || rm -f {env}")
     return "; ".join(commands)
 

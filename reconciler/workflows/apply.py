@@ -314,7 +314,7 @@ def rollback(
         restored.append(
             _restore_gateway(connections, desired, undo.gateway_previous, options, reporter)
         )
-    for host_name, previous in undo.composes.items():
+    for host_name, previous in undo.definitions.items():
         host, conn = desired.hosts[host_name], connections.get(host_name)
         runtime = adapter_for(host)
         for service in undo.created[host_name]:

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Collection
+from collections.abc import Callable, Collection
+from functools import partial
 
 from fleet.engines import engine_for
 from fleet.errors import FleetError, GatewayError
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
-from reconciler.runtimes.compose import restart_command
+from reconciler.runtimes import adapter_for
 from reconciler.workflows import bluegreen, locks
 from reconciler.workflows.proxy import upload_config, url_endpoint, verify_aliases
 from reconciler.workflows.wave_run import Reporter
@@ -72,7 +73,9 @@ def switch_config(
         raise GatewayError(f"{gateway.config_path} vanished from {gateway.host}")
     aliases = {alias: chats(desired, alias) for alias in sorted(changed_aliases)}
     key = master_key(gateway)
-    step = bluegreen.switch if gateway.front is not None else restart_in_place
+    step: Callable[..., float] = bluegreen.switch
+    if gateway.front is None:
+        step = partial(restart_in_place, command=restart_command(desired, gateway))
     seconds = step(conn, gateway, previous, new_text, aliases, key, timeout, reporter, clock)
     if gateway.host in desired.hosts:
         locks.record(
@@ -96,35 +99,41 @@ def restart_in_place(
     timeout: float,
     reporter: Reporter,
     clock: Clock,
+    command: str,
 ) -> float:
-    """Upload, restart the proxy in place and verify through the URL: every alias is
-    down while it restarts. On failure the previous text goes back (restarted). Returns
-    the seconds from the restart until the proxy answered again."""
+    """Upload, restart the proxy in place (`command`) and verify through the URL: every
+    alias is down while it restarts. On failure the previous text goes back (restarted).
+    Returns the seconds from the restart until the proxy answered again."""
     upload_config(conn, gateway, new_text)
     reporter.step(f"{gateway.host}: restart the gateway in place")
     began = clock.monotonic()
     try:
-        restart(conn, gateway)
+        restart(conn, command)
         verify_aliases(conn, gateway, url_endpoint(gateway), aliases, key, timeout, reporter, clock)
     except FleetError:
         reporter.step(f"{gateway.host}: put the previous gateway config back")
         conn.write_file_atomic(gateway.config_path, previous)
         try:
-            restart(conn, gateway)
+            restart(conn, command)
         except FleetError as err:
             reporter.step(f"{gateway.host}: the restart of the previous config failed: {err}")
         raise
     return clock.monotonic() - began
 
 
-def restart(conn: HostSession, gateway: Gateway) -> None:
-    """Restart the proxy the way gateway.yaml says; GatewayError if it does not come up."""
+def restart_command(desired: DesiredFleet, gateway: Gateway) -> str:
+    """The command that restarts the proxy the way gateway.yaml says: its instance, by the
+    gateway host's runtime, or its own command."""
     if gateway.restart is None:
         raise GatewayError("gateway.yaml says no restart: for a gateway without a front")
-    if gateway.restart.container:
-        command = restart_command(gateway.restart.container)
-    else:
-        command = str(gateway.restart.command)
+    if gateway.restart.instance:
+        host = desired.hosts[gateway.host]
+        return adapter_for(host).restart_command(gateway.restart.instance)
+    return str(gateway.restart.command)
+
+
+def restart(conn: HostSession, command: str) -> None:
+    """Restart the proxy with `command`; GatewayError if it fails."""
     result = conn.run(command, timeout=300)
     if result.exit_status != 0:
         reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()

@@ -3,8 +3,8 @@
 Read-only on the hosts, as inventory is: one fact script per host and, with a gateway,
 one SFTP read of its LiteLLM config. Hosts are named by their ssh_config aliases; the
 files come from `fleet.render.desired_files`, and are checked by the same loader and
-validator as any desired/ before they are written. A host where Docker does not answer is
-observed again as one that runs its engines as systemd units.
+validator as any desired/ before they are written. A host where its default runtime (Docker
+compose) does not answer is observed again under each other runtime (systemd units).
 """
 
 from __future__ import annotations
@@ -14,13 +14,19 @@ from pathlib import Path
 from fleet.errors import FleetError
 from fleet.observed.models import Observation
 from fleet.render.desired_files import HostAccess, ImportResult, import_fleet
-from fleet.runtimes import validate_fleet
+from fleet.runtimes import RUNTIMES, validate_fleet
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet, Host, HostSsh
 from fleet.spec.problems import Problem, Severity
 from reconciler.adapters.connections import Connections
 from reconciler.adapters.ssh import resolve_target, ssh_config_path
 from reconciler.workflows.observe import observe_fleet
+
+
+def with_runtime(host: Host, runtime: str) -> Host:
+    """The host as one that runs its seats under `runtime` (with its default settings)."""
+    neutral = host.model_dump(exclude={"settings", "runtime"})
+    return Host.model_validate({**neutral, "runtime": runtime})
 
 
 def fleet_of(aliases: list[str], ssh_config: Path | None) -> DesiredFleet:
@@ -44,7 +50,7 @@ def import_hosts(
     bare = fleet_of(names, config)
     with Connections(bare, config) as connections:
         observation = observe_fleet(bare, connections)
-        observation = _without_docker(bare, connections, observation)
+        observation = _under_other_runtimes(bare, connections, observation)
         text = None
         if gateway is not None:
             text = connections.get(gateway[0]).read_file(gateway[1])
@@ -55,21 +61,24 @@ def import_hosts(
     return result, validate_files(result.files)
 
 
-def _without_docker(
+def _under_other_runtimes(
     bare: DesiredFleet, connections: Connections, observation: Observation
 ) -> Observation:
-    """Hosts where Docker does not answer, observed again as hosts that run their engines
-    as systemd units (kept when systemd answers there)."""
-    silent = [n for n, h in observation.hosts.items() if h.reachable and h.docker_error]
-    if not silent:
-        return observation
-    hosts = {
-        n: h.model_copy(update={"runtime": "systemd"}) if n in silent else h
-        for n, h in bare.hosts.items()
-    }
-    again = observe_fleet(bare.model_copy(update={"hosts": hosts}), connections, silent)
-    found = {n: h for n, h in again.hosts.items() if h.reachable and not h.docker_error}
-    return observation.model_copy(update={"hosts": {**observation.hosts, **found}})
+    """Hosts whose runtime (the default one) does not answer, observed again under each
+    other registered runtime in turn (kept under the first that answers there)."""
+    for name in RUNTIMES:
+        silent = [
+            n
+            for n, h in observation.hosts.items()
+            if h.reachable and h.runtime_error and h.runtime != name
+        ]
+        if not silent:
+            continue
+        hosts = {n: with_runtime(h, name) if n in silent else h for n, h in bare.hosts.items()}
+        again = observe_fleet(bare.model_copy(update={"hosts": hosts}), connections, silent)
+        found = {n: h for n, h in again.hosts.items() if h.reachable and not h.runtime_error}
+        observation = observation.model_copy(update={"hosts": {**observation.hosts, **found}})
+    return observation
 
 
 def validate_files(files: dict[str, str]) -> list[Problem]:

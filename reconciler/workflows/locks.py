@@ -36,12 +36,12 @@ HELD = 3  # the lock command's exit status when a lock exists
 
 def lock_path(host: Host) -> str:
     """Where a host's lock lives."""
-    return names.lock_path(host.compose_dir)
+    return names.lock_path(host.apply_state_dir)
 
 
 def journal_path(host: Host) -> str:
     """Where a host's apply journal lives."""
-    return names.journal_path(host.compose_dir)
+    return names.journal_path(host.apply_state_dir)
 
 
 def holder() -> str:
@@ -78,7 +78,7 @@ def lock_command(directory: str, path: str, line: str) -> str:
 def acquire(conn: HostSession, host: Host) -> str | None:
     """Take the host's lock; the holder line of a stale lock it took over (None if the
     host was free), or LockError naming who holds it (or why it cannot be created)."""
-    result = conn.run(lock_command(host.compose_dir, lock_path(host), holder()))
+    result = conn.run(lock_command(host.apply_state_dir, lock_path(host), holder()))
     if result.exit_status == 0:
         return None
     if result.exit_status != HELD:
@@ -101,7 +101,7 @@ def _take_over(conn: HostSession, host: Host, held: str) -> str:
     """Replace a stale lock by ours (if it still says what we read); the old holder."""
     path = shlex.quote(lock_path(host))
     conn.run(f'[ "$(cat {path})" = {shlex.quote(held.rstrip(chr(10)))} ] && rm -f {path}')
-    result = conn.run(lock_command(host.compose_dir, lock_path(host), holder()))
+    result = conn.run(lock_command(host.apply_state_dir, lock_path(host), holder()))
     if result.exit_status != 0:
         now = conn.read_file(lock_path(host)) or "unknown holder"
         raise LockError(f"{host.name} is locked by {now.strip()}", where=host.name)

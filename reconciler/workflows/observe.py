@@ -137,7 +137,7 @@ def observe_gateway(gateway: Gateway, connections: Sessions) -> ObservedGateway:
             config_text=text,
             error=f"{gateway.config_path}: {err.message}",
         )
-    bases = sorted({e.api_base for e in config.entries if e.api_base})
+    bases = sorted({e.address for e in config.entries if e.address})
     with ThreadPoolExecutor(max_workers=max(min(len(bases), 8), 1)) as pool:
         probes = dict(zip(bases, pool.map(lambda b: probe_backend(conn, b), bases), strict=True))
     return ObservedGateway(

@@ -102,7 +102,7 @@ def _host_seats(run: WaveRun, host_name: str, group: list[Action]) -> list[str]:
     host, conn = desired.hosts[host_name], run.sessions.get(host_name)
     runtime = adapter_for(host)
     current = runtime.snapshot(conn, host)
-    run.undo.composes[host_name] = current
+    run.undo.definitions[host_name] = current
     done = [_remove_copy(run, host_name, a) for a in group if a.kind is ActionKind.REMOVE_COPY]
     group = [a for a in group if a.kind is not ActionKind.REMOVE_COPY]
     services: dict[str, dict[str, Any] | None] = {

@@ -34,7 +34,7 @@ class Reporter(Protocol):
 class Undo:
     """What apply changed so far, to put back on failure (per host)."""
 
-    composes: dict[str, Snapshot] = field(default_factory=dict)  # each host runtime's
+    definitions: dict[str, Snapshot] = field(default_factory=dict)  # each host runtime's
     created: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     replaced: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     adopted: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))

@@ -12,16 +12,20 @@ import re
 import shutil
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import git
 
+from fleet.errors import HostUnreachable
 from fleet.runtimes.compose import render_compose
 from fleet.spec.load import load_fleet
 from fleet.spec.models import DesiredFleet
 from fleet.yamltext import dump_yaml, make_yaml
-from reconciler.adapters.http import request_url
+from reconciler.adapters.http import HttpReply
 from tests.lab.lab import Lab
 
 DESIRED = Path(__file__).resolve().parents[2] / "desired"
@@ -158,3 +162,28 @@ def chat(lab: Lab, alias: str) -> tuple[int, str]:
     if reply.status != 200:
         return reply.status, reply.body
     return reply.status, json.dumps(reply.json())
+
+
+def request_url(
+    url: str,
+    method: str = "GET",
+    body: Any = None,
+    headers: dict[str, str] | None = None,
+    timeout: float = 30.0,
+) -> HttpReply:
+    """One request straight from this machine (the gateway URL, an engine the lab runs
+    here)."""
+    data = json.dumps(body).encode() if body is not None else None
+    request = urllib.request.Request(
+        url,
+        data=data,
+        method=method,
+        headers={"Content-Type": "application/json", **(headers or {})},
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as reply:
+            return HttpReply(reply.status, reply.read().decode(errors="replace"))
+    except urllib.error.HTTPError as err:
+        return HttpReply(err.code, err.read().decode(errors="replace"))
+    except (urllib.error.URLError, OSError) as err:
+        raise HostUnreachable(f"{url} does not answer: {err}") from err

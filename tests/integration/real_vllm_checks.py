@@ -20,7 +20,7 @@ from fleet.engines.vllm.log import parse_vllm_log
 from fleet.facts.engine_metrics import sum_samples
 from fleet.observed.bench import speculative
 from fleet.spec.models import Seat, Speculative
-from reconciler.adapters.http import request_url
+from tests.integration.helpers import request_url
 from tests.lab.real import vllm as real
 from tests.lab.real.contract_vllm import mismatches
 from tests.unit.lab_engine.standin import metrics as samples

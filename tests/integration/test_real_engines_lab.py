@@ -33,9 +33,8 @@ import git
 import pytest
 
 from fleet.errors import FleetError
-from reconciler.adapters.http import request_url
 from tests.integration import real_vllm_checks
-from tests.integration.helpers import FleetRepo, make_repo
+from tests.integration.helpers import FleetRepo, make_repo, request_url
 from tests.integration.test_reconcile_lab import (
     free_port,
     loop_events,

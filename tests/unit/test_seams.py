@@ -1,4 +1,4 @@
-"""Engine and host-runtime knowledge stays behind its seam.
+"""Engine, host-runtime and gateway-kind knowledge stays behind its seam.
 
 Each registered engine's own words are taken from its package (every module of it): its
 flag tables and the flags it names, its Prometheus names, its out-of-memory log lines and
@@ -7,7 +7,9 @@ the literal text of its log patterns. None may appear in a .py file of `fleet/` 
 the workflows or the CLI unseen, and the list cannot go stale: a new flag or metric in an
 engine's package is checked the day it is added. The same holds for each host runtime's
 own words (the Docker commands the compose runtime runs) outside `fleet/runtimes/` and
-`reconciler/runtimes/`, but for a short list of files that say why.
+`reconciler/runtimes/`, but for a short list of files that say why; and each engine's,
+runtime's and gateway kind's name as a string outside its own package (where code would
+compare it instead of asking the backend), but for a shorter list.
 """
 
 from __future__ import annotations
@@ -18,12 +20,13 @@ import re
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
-from typing import cast
 
 import pytest
 
 from fleet.engines import ENGINES
 from fleet.engines.base import MetricNames
+from fleet.gateways import KINDS
+from fleet.runtimes import RUNTIMES
 from tests.conftest import REPO
 
 # Flags every engine and fleet's own command line share: naming them says nothing of an
@@ -102,7 +105,9 @@ def leaks(words: set[str], paths: Iterator[Path]) -> list[str]:
     return found
 
 
-ENGINE_MODULES = [pytest.param(cast(ModuleType, e), id=name) for name, e in ENGINES.items()]
+ENGINE_MODULES = [
+    pytest.param(importlib.import_module(type(e).__module__), id=n) for n, e in ENGINES.items()
+]
 
 
 @pytest.mark.parametrize("engine", ENGINE_MODULES)
@@ -122,7 +127,7 @@ def test_a_metric_name_in_a_workflow_is_found(tmp_path: Path) -> None:
     """The check is not vacuous: vLLM's running gauge in a drain loop is one leak."""
     drain = tmp_path / "drain.py"
     drain.write_text('RUNNING = "vllm:num_requests_running"\n')
-    words = engine_words(cast(ModuleType, ENGINES["vllm"]))
+    words = engine_words(importlib.import_module(type(ENGINES["vllm"]).__module__))
     assert [f.split(": ", 1)[1] for f in leaks(words, iter([drain]))] == [
         "vllm:num_requests_running"
     ]
@@ -144,8 +149,6 @@ RUNTIME_WORDS_ALLOWED = {
     "fleet/spec/models.py",
     # the names fleet writes on hosts, each once: compose's own project and service labels
     "fleet/names.py",
-    # an imported seat file's note on where its image came from (a recorded golden)
-    "fleet/render/imported_seat.py",
 }
 
 
@@ -176,3 +179,51 @@ def test_no_module_outside_the_engines_imports_an_engine(engine: ModuleType) -> 
     name = engine.__name__
     words = {name, f"from fleet.engines import {name.rsplit('.', 1)[1]}"}
     assert leaks(words, sources("fleet/engines")) == []
+
+
+# Files outside a backend's own package that may spell a backend's name, and why:
+NAMES_ALLOWED = {
+    # the defaults of what a desired/ file need not say (engine, runtime, gateway kind)
+    "fleet/spec/models.py",
+    # the built-in runtimes' host settings, held by the spec layer, which cannot import a
+    # runtime (`fleet.runtimes.register` adds another's)
+    "fleet/spec/host_settings.py",
+    # systemd's own journal lines (its PID 1 identifier), parsed below the runtimes
+    "fleet/facts/unit_journal.py",
+}
+
+
+def backend_names() -> dict[str, tuple[str, ...]]:
+    """Each registered engine's, runtime's and gateway kind's name, and where it may be
+    spelled: its own package (an engine's, a runtime's two halves, a kind's)."""
+    names: dict[str, tuple[str, ...]] = {}
+    for engine in ENGINES.values():
+        home = type(engine).__module__.rsplit(".", 1)[0].replace(".", "/")
+        names[engine.NAME] = (home,)
+    for runtime in RUNTIMES.values():
+        module = type(runtime).__module__.replace(".", "/")
+        names[runtime.NAME] = (module + ".py", module.replace("fleet/", "reconciler/") + ".py")
+    for kind in KINDS.values():
+        names[kind.name] = (type(kind).__module__.replace(".", "/"),)
+    return names
+
+
+@pytest.mark.parametrize("name", sorted(backend_names()), ids=sorted(backend_names()))
+def test_no_backend_name_is_compared_outside_its_package(name: str) -> None:
+    """`== "systemd"` or `{"vllm": ...}` outside the backend's package is a seam leaking:
+    code asks the backend (a declared capability, a constant of its own) instead."""
+    homes = backend_names()[name]
+    outside = (
+        path
+        for path in sources()
+        if path.relative_to(REPO).as_posix() not in NAMES_ALLOWED
+        and not any(path.relative_to(REPO).as_posix().startswith(home) for home in homes)
+    )
+    assert leaks({f'"{name}"', f"'{name}'"}, outside) == []
+
+
+def test_a_name_compared_in_plan_is_found(tmp_path: Path) -> None:
+    """The check is not vacuous: an engine's name in a plan module is one leak."""
+    plan = tmp_path / "host_memory.py"
+    plan.write_text('OVERHEAD = {"vllm": 2816}\n')
+    assert [f.split(": ", 1)[1] for f in leaks({'"vllm"'}, iter([plan]))] == ['"vllm"']

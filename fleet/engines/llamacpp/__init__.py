@@ -18,8 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING
 
-from fleet.engines.base import MetricNames, SeatLine, Shape
-from fleet.engines.kv import KvSettings
+from fleet.engines.base import EngineBase, MetricNames, SeatLine, Shape
 from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import draft_flags, image_build, without_draft_type
@@ -69,7 +68,7 @@ ENTRYPOINT = "/app/llama-server"  # as the ggml-org/llama.cpp server images inst
 ALL_LAYERS = "999"
 # Switches fleet always renders, not compared (a hand-made server may lack them):
 # --metrics serves the Prometheus /metrics the reconcile loop and fleet bench read.
-RENDERED_SWITCHES = ("--metrics",)
+RENDERED_SWITCHES: tuple[str, ...] = ("--metrics",)
 # The verbosity fleet renders, not compared either: b11434 logs its build, the model's
 # buffers and the KV cache's cells and types at verbosity 4 only (the default, 3, logs
 # the slots alone; tests/corpus/llamacpp-logs). A seat that sets its own verbosity in
@@ -223,13 +222,6 @@ def fixed_kv_tokens(seat: Seat) -> int | None:
     return seat.context * slots(seat)
 
 
-def kv_settings(
-    args: Sequence[str], version: tuple[int, ...] | None, platform: str | None = None
-) -> KvSettings:
-    """The defaults: plan does not lay out a llama.cpp cache (its cells are fixed)."""
-    return KvSettings()
-
-
 def explain(text: str) -> dict[str, object] | None:
     """`fleet explain log --json` for a llama-server log; None when it states nothing."""
     from fleet.engines.llamacpp.log import LlamaCppReport, parse_llamacpp_log
@@ -297,16 +289,44 @@ def _error_kind(line: str) -> ErrorKind:
     return ErrorKind.LOAD_FAILED
 
 
-def unsupported_flags(seat: Seat, version: tuple[int, int, int]) -> list[str]:
-    """llama.cpp builds are numbered, not released with flag changes fleet tracks."""
-    return []
+class LlamaCpp(EngineBase):
+    """llama.cpp's llama-server behind `fleet.engines.base.Engine` (the functions above)."""
+
+    NAME = NAME
+    LABEL = LABEL
+    DEFAULT_PORT = DEFAULT_PORT
+    COMPARED = COMPARED
+    METRICS = METRICS
+    BUDGET_FIELDS = BUDGET_FIELDS
+    ESTIMATES_KV = ESTIMATES_KV
+    KV_SIZING = KV_SIZING
+    RUNS_ON_CPU = RUNS_ON_CPU
+    TOKENIZE = TOKENIZE
+    LONG_CONTEXT_ENV = LONG_CONTEXT_ENV
+    OOM_SIGNATURES = OOM_SIGNATURES
+    OWN_FLAGS = OWN_FLAGS
+    KV_FLAGS = KV_FLAGS
+    EXECUTABLE = r"[^ ]*llama-server"
+    RENDERED_SWITCHES = RENDERED_SWITCHES
+    UNSIZED = "its GGUF header was not read"
+    CPU_OVERHEAD_MIB = 512  # llama-server's compute buffers and the process itself
+    SIZES_FROM_HEADER = True
+
+    detect = staticmethod(detect)
+    parse_args = staticmethod(parse_args)
+    entrypoint = staticmethod(entrypoint)
+    render_args = staticmethod(render_args)
+    healthcheck = staticmethod(healthcheck)
+    serves_chat = staticmethod(serves_chat)
+    desired_shape = staticmethod(desired_shape)
+    observed_shape = staticmethod(observed_shape)
+    read_log = staticmethod(read_log)
+    check_seat = staticmethod(check_seat)
+    import_lines = staticmethod(import_lines)
+    fixed_kv_tokens = staticmethod(fixed_kv_tokens)
+    explain = staticmethod(explain)
+    speculative_counts = staticmethod(speculative_counts)
+    predict_memory = staticmethod(predict_memory)
 
 
-def lacks_mtp_layers(
-    method: str,
-    model_types: tuple[str | None, ...],
-    architecture: str | None,
-    layers: int | None,
-) -> bool:
-    """False: llama.cpp drafts with a separate model only."""
-    return False
+ENGINE = LlamaCpp()

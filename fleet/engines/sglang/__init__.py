@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from fleet.engines.base import MetricNames, SeatLine, Shape
+from fleet.engines.base import EngineBase, MetricNames, SeatLine, Shape
 from fleet.engines.kv import KvSettings, read_kv_settings
 from fleet.engines.report import EngineReport
 from fleet.engines.sglang.argv import MODULE
@@ -57,7 +57,7 @@ METRICS = MetricNames(
 VERIFY_CALLS = "sglang:spec_verify_calls_total"
 OOM_SIGNATURES: tuple[str, ...] = ("CUDA out of memory", "torch.OutOfMemoryError")
 KV_FLAGS: tuple[str, ...] = ("--max-total-tokens", "--page-size", "--max-running-requests")
-RENDERED_SWITCHES = ("--enable-metrics",)
+RENDERED_SWITCHES: tuple[str, ...] = ("--enable-metrics",)
 
 
 def entrypoint(seat: Seat) -> list[str]:
@@ -158,11 +158,6 @@ def import_lines(args: EngineArgs) -> list[SeatLine]:
     return lines
 
 
-def fixed_kv_tokens(seat: Seat) -> int | None:
-    """None: the fraction, the GPU and the model decide (the log says it)."""
-    return None
-
-
 def kv_settings(
     args: Sequence[str], version: tuple[int, ...] | None, platform: str | None = None
 ) -> KvSettings:
@@ -193,22 +188,40 @@ def read_log(text: str) -> EngineReport:
     return log.read_log(text)
 
 
-def explain(text: str) -> dict[str, object] | None:
-    """`fleet explain log --json` for an SGLang log; None when it states nothing of SGLang."""
-    report = read_log(text)
-    return report.to_explain_json() if report != EngineReport() else None
+class SGLang(EngineBase):
+    """SGLang behind `fleet.engines.base.Engine` (the functions above)."""
+
+    NAME = NAME
+    LABEL = LABEL
+    DEFAULT_PORT = DEFAULT_PORT
+    COMPARED = COMPARED
+    METRICS = METRICS
+    BUDGET_FIELDS = BUDGET_FIELDS
+    ESTIMATES_KV = ESTIMATES_KV
+    KV_SIZING = KV_SIZING
+    RUNS_ON_CPU = RUNS_ON_CPU
+    TOKENIZE = TOKENIZE
+    LONG_CONTEXT_ENV = LONG_CONTEXT_ENV
+    OOM_SIGNATURES = OOM_SIGNATURES
+    OWN_FLAGS = OWN_FLAGS
+    KV_FLAGS = KV_FLAGS
+    EXECUTABLE = r"[^ ]*python[0-9.]* +-m +sglang\.launch_server"
+    RENDERED_SWITCHES = RENDERED_SWITCHES
+    VERIFY_CALLS = VERIFY_CALLS
+
+    detect = staticmethod(detect)
+    parse_args = staticmethod(parse_args)
+    entrypoint = staticmethod(entrypoint)
+    render_args = staticmethod(render_args)
+    healthcheck = staticmethod(healthcheck)
+    serves_chat = staticmethod(serves_chat)
+    desired_shape = staticmethod(desired_shape)
+    observed_shape = staticmethod(observed_shape)
+    read_log = staticmethod(read_log)
+    check_seat = staticmethod(check_seat)
+    import_lines = staticmethod(import_lines)
+    kv_settings = staticmethod(kv_settings)
+    speculative_counts = staticmethod(speculative_counts)
 
 
-def unsupported_flags(seat: Seat, version: tuple[int, int, int]) -> list[str]:
-    """Every flag fleet renders is in the 0.5 releases."""
-    return []
-
-
-def lacks_mtp_layers(
-    method: str,
-    model_types: tuple[str | None, ...],
-    architecture: str | None,
-    layers: int | None,
-) -> bool:
-    """False: SGLang's NEXTN drafts with its own MTP layers, unchecked."""
-    return False
+ENGINE = SGLang()

@@ -14,19 +14,21 @@ from __future__ import annotations
 from typing import Any
 
 from fleet.facts.openai_models import model_ids
-from fleet.gateways.litellm.config import parse_gateway_config
+from fleet.gateways import GatewayKindBase
+from fleet.gateways.litellm.config import entry_of, parse_gateway_config
 from fleet.gateways.litellm.imported import gateway_file
-from fleet.gateways.litellm.render import desired_entries, render_gateway_config
 from fleet.gateways.litellm.served import served_routes
-from fleet.observed.gateway_config import GatewayConfig
+from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.observed.models import Observation
+from fleet.spec.host_settings import KindSettings, LiteLLMSettings
 from fleet.spec.models import DesiredFleet
 
 
-class LiteLLM:
+class LiteLLM(GatewayKindBase):
     """The LiteLLM proxy (`litellm --config`)."""
 
     name = "litellm"
+    settings: type[KindSettings] = LiteLLMSettings
     readiness_path = "/health/liveliness"
     models_path = "/v1/models"
     routes_path = "/model/info"
@@ -41,13 +43,18 @@ class LiteLLM:
 
     def render_config(self, text: str, desired: DesiredFleet, only: frozenset[str]) -> str:
         """The config with fleet's entries spliced in."""
-        return render_gateway_config(text, desired, only)
+        from fleet.gateways.litellm import render  # its YAML writer only where it writes
+
+        return render.render_gateway_config(text, desired, only)
 
     def desired_entries(
         self, desired: DesiredFleet, only: frozenset[str]
-    ) -> dict[str, dict[str, Any]]:
-        """alias -> the model_list item fleet writes."""
-        return desired_entries(desired, only)
+    ) -> dict[str, GatewayEntry]:
+        """alias -> the model_list item fleet writes, as the neutral entry."""
+        from fleet.gateways.litellm import render
+
+        items = render.desired_entries(desired, only)
+        return {alias: entry_of(item) for alias, item in items.items()}
 
     def listed(self, body: Any) -> set[str]:
         """The model ids of an OpenAI model list."""

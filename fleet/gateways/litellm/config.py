@@ -17,6 +17,7 @@ from io import StringIO
 from typing import Any
 
 from fleet.errors import GatewayError
+from fleet.names import entry_seat
 from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.yaml_bounds import yaml_bounds_problem
 from fleet.yaml_reader import YamlDoc, plain, read_yaml
@@ -79,7 +80,7 @@ def config_of(doc: YamlDoc) -> GatewayConfig:
     spot = doc.spot.child("model_list")
     entries = (
         [
-            _entry(item, spot.items[i].line + 1)
+            entry_of(item, spot.items[i].line + 1)
             for i, item in enumerate(models)
             if isinstance(item, dict) and "model_name" in item
         ]
@@ -89,7 +90,8 @@ def config_of(doc: YamlDoc) -> GatewayConfig:
     return GatewayConfig(entries=tuple(entries), fallbacks=_fallbacks(doc.data))
 
 
-def _entry(item: dict[str, Any], line: int) -> GatewayEntry:
+def entry_of(item: dict[str, Any], line: int | None = None) -> GatewayEntry:
+    """The neutral entry of one `model_list` item."""
     raw = item.get("litellm_params") or {}
     if not isinstance(raw, dict):
         what = type(raw).__name__
@@ -98,15 +100,25 @@ def _entry(item: dict[str, Any], line: int) -> GatewayEntry:
         )
     params = dict(raw)
     info = item.get("model_info") or {}
+    info = info if isinstance(info, dict) else {}
     return GatewayEntry(
         alias=str(item["model_name"]),
+        seat=entry_seat(_text(info.get("id"))),
+        address=_text(params.pop("api_base", None) or item.get("api_base")),
         model=_text(params.pop("model", None)),
-        api_base=_text(params.pop("api_base", None) or item.get("api_base")),
-        entry_id=_text(info.get("id")) if isinstance(info, dict) else None,
+        context=_context(plain({k: v for k, v in info.items() if k != "id"})),
         params=plain(params),
-        info=plain({k: v for k, v in info.items() if k != "id"}) if isinstance(info, dict) else {},
         line=line,
     )
+
+
+def _context(info: dict[str, Any]) -> int | None:
+    """The context a `model_info` states as fleet writes it (`max_input_tokens` and
+    `max_tokens` alike, nothing else); None otherwise, so that it is rewritten."""
+    context = info.get("max_input_tokens")
+    if isinstance(context, int) and info == {"max_input_tokens": context, "max_tokens": context}:
+        return context
+    return None
 
 
 def _fallbacks(tree: Any) -> dict[str, tuple[str, ...]]:

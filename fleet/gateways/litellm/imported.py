@@ -41,7 +41,7 @@ def gateway_file(
             entries = ()
     routed: dict[str, list[GatewayEntry]] = {}
     for entry in entries:
-        found = _host_port(entry.api_base)
+        found = _host_port(entry.address)
         seat = where.get(found) if found else None
         if seat is not None:
             routed.setdefault(seat, []).append(entry)

@@ -20,7 +20,8 @@ from fleet.errors import GatewayError
 from fleet.gateways.litellm.config import config_of, read_config
 from fleet.names import entry_id, is_managed_entry
 from fleet.observed.gateway_config import GatewayConfig
-from fleet.spec.models import DesiredFleet
+from fleet.spec.host_settings import LiteLLMSettings
+from fleet.spec.models import DesiredFleet, Gateway
 from fleet.yaml_reader import Spot, YamlDoc
 from fleet.yamltext import dump_yaml
 
@@ -32,7 +33,8 @@ def desired_entries(
 ) -> dict[str, dict[str, Any]]:
     """alias -> the model_list item fleet wants, for every alias (of `only` seats, if any)."""
     gateway = desired.gateway
-    prefix = gateway.provider_prefix if gateway else "hosted_vllm/"
+    settings = settings_of(gateway)
+    prefix = settings.provider_prefix
     entries: dict[str, dict[str, Any]] = {}
     for seat in sorted(desired.seats.values(), key=lambda s: s.name):
         if only and seat.name not in only:
@@ -43,9 +45,7 @@ def desired_entries(
                 "model": f"{prefix}{seat.served_name}",
                 "api_base": f"http://{host.address}:{seat.port}/v1",
             }
-            params.update(
-                sorted((gateway.alias_params.get(alias) or {}).items()) if gateway else []
-            )
+            params.update(sorted((settings.alias_params.get(alias) or {}).items()))
             entries[alias] = {
                 "model_name": alias,
                 "litellm_params": params,
@@ -56,6 +56,13 @@ def desired_entries(
                 },
             }
     return dict(sorted(entries.items()))
+
+
+def settings_of(gateway: Gateway | None) -> LiteLLMSettings:
+    """A LiteLLM gateway's own settings (the defaults without a gateway)."""
+    if gateway is not None and isinstance(gateway.settings, LiteLLMSettings):
+        return gateway.settings
+    return LiteLLMSettings()
 
 
 def routes_as_wanted(item: dict[str, Any], wanted: dict[str, Any]) -> bool:
@@ -255,7 +262,7 @@ def _check(config: GatewayConfig, wanted: dict[str, dict[str, Any]], retired: se
     routed = config.by_alias()
     for alias, item in wanted.items():
         entry = routed.get(alias)
-        if entry is None or entry.api_base != item["litellm_params"]["api_base"]:
+        if entry is None or entry.address != item["litellm_params"]["api_base"]:
             raise GatewayError(f"gateway config edit lost alias {alias!r}")
     if retired & set(routed):
         raise GatewayError("gateway config edit kept a retired alias")

@@ -48,7 +48,7 @@ def two(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeFleet:
 def routes(fake: FakeFleet) -> dict[str, str]:
     """alias -> api_base of fleet's gateway entries."""
     config = parse_gateway_config(fake.hosts["gateway"].files[GATEWAY_CONFIG])
-    return {alias: entry.api_base for alias, entry in config.by_alias().items()}
+    return {alias: entry.address for alias, entry in config.by_alias().items()}
 
 
 def services(fake: FakeFleet) -> dict[str, list[str]]:

@@ -17,7 +17,7 @@ from fleet.observed.assemble import assemble_host
 from fleet.plan.health import Endpoints, HealthState, judge_seat
 from fleet.plan.plan import make_plan
 from fleet.runtimes import validate_fleet
-from fleet.runtimes.compose import render_service
+from fleet.runtimes.compose import COMPOSE, render_service
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.spec.problems import Severity
 from tests.unit.observe.test_assemble import container
@@ -104,7 +104,7 @@ def llama_host_output(corpus: Path, argv: list[str]) -> str:
 
 def test_observation_reads_the_llama_server_log(corpus: Path) -> None:
     argv = ["/app/llama-server", "-m", "/models/q.gguf", "-c", "6912", "-np", "4"]
-    (seat,) = assemble_host("rig", llama_host_output(corpus, argv)).seats
+    (seat,) = assemble_host("rig", llama_host_output(corpus, argv), COMPOSE).seats
     assert seat.engine_name == "llama.cpp"
     assert seat.engine is not None
     assert seat.engine.kv_cache_tokens == 6912  # llama_kv_cache: 6912 cells

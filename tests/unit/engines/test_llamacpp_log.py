@@ -368,11 +368,11 @@ def test_recurrent_cache_of_older_builds_is_its_state() -> None:
 def test_a_llama_server_seat_whose_log_shows_an_mtp_head_drafts_with_mtp() -> None:
     """`--spec-type draft-mtp` is no draft model on the argv: the log names the method."""
     from fleet.engines.llamacpp import read_log
-    from fleet.facts.docker_inspect import ContainerFact
+    from fleet.facts.instance import Instance
     from fleet.observed.assemble import observed_seat
 
     argv = ("llama-server", "-m", "/models/q.gguf", "--spec-type", "draft-mtp", "-c", "8192")
-    container = ContainerFact(
+    container = Instance(
         id="c" * 64, name="mtp", state="running", image="llama", image_id="sha256:", argv=argv
     )
     seat = observed_seat(container, engine=read_log(MTP_DRAFT), gpus=(0,), vram_mib=1)

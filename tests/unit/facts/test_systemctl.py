@@ -6,13 +6,21 @@ from __future__ import annotations
 import pytest
 
 from fleet.engines import llamacpp
-from fleet.facts.systemctl import exec_start_text, parse_systemctl_show
+from fleet.facts.systemctl import UnitStatus, exec_start_text, parse_show_blocks, unit_status
 from fleet.facts.unit_journal import parse_unit_journal
 from fleet.runtimes.systemd_unit import exec_argv, read_spec_hash
 from tests.conftest import CORPUS
 from tests.unit.runtimes.test_systemd_unit import seat
 
 SYSTEMD = CORPUS / "systemd"
+
+
+def parse_systemctl_show(text: str) -> dict[str, UnitStatus]:
+    """Unit name -> status, for every block of a `systemctl show` output (as the systemd
+    runtime reads each block)."""
+    statuses = (unit_status(block) for block in parse_show_blocks(text))
+    return {status.unit: status for status in statuses if status.unit}
+
 
 SHOW = [
     # file, unit, active, sub, main pid, restarts, need reload, fragment

@@ -10,11 +10,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from fleet.facts.compose_file import parse_compose_services
-from fleet.facts.docker_inspect import ContainerFact, parse_docker_inspect
+from fleet.facts.docker_inspect import parse_docker_inspect
+from fleet.facts.instance import Instance
 from fleet.facts.journal import last_applied, unfinished
 from fleet.facts.openai_models import model_ids
 from fleet.facts.script import split_sections
 from fleet.observed.assemble import assemble_host
+from fleet.runtimes.compose import COMPOSE
 
 FAST = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 JSON = st.recursive(
@@ -57,7 +59,7 @@ DOCKERISH = st.recursive(
 @given(DOCKERISH, DOCKERISH)
 def test_docker_inspect_takes_any_json(containers: object, images: object) -> None:
     facts = parse_docker_inspect(json.dumps(containers), json.dumps(images))
-    assert all(isinstance(f, ContainerFact) for f in facts)
+    assert all(isinstance(f, Instance) for f in facts)
 
 
 @FAST
@@ -68,8 +70,8 @@ def test_text_parsers_take_any_text(text: str) -> None:
     unfinished(text)
     model_ids(text)
     split_sections(text)
-    assemble_host("h", text)
-    assemble_host("h", f"{text}\n@@FLEET end\n")
+    assemble_host("h", text, COMPOSE)
+    assemble_host("h", f"{text}\n@@FLEET end\n", COMPOSE)
 
 
 @FAST

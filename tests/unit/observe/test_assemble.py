@@ -9,6 +9,7 @@ from pathlib import Path
 from fleet.facts.script import split_sections
 from fleet.observed.assemble import assemble_host
 from fleet.runtimes import host_script
+from fleet.runtimes.compose import COMPOSE
 from fleet.spec.models import Host
 
 SEC_ID = "a" * 64
@@ -126,7 +127,7 @@ def test_sections_keep_their_bodies() -> None:
 
 
 def test_gpu_processes_map_to_containers_through_cgroups(corpus: Path) -> None:
-    host = assemble_host("rig", fact_output(corpus))
+    host = assemble_host("rig", fact_output(corpus), COMPOSE)
     owners = {p.pid: p.container_id for p in host.processes}
     assert owners == {4177: SEC_ID, 5188: OTHER_ID, 9999: None}
     seat = host.seat("coder")
@@ -136,7 +137,7 @@ def test_gpu_processes_map_to_containers_through_cgroups(corpus: Path) -> None:
 
 
 def test_seat_carries_argv_and_log_facts(corpus: Path) -> None:
-    seat = assemble_host("rig", fact_output(corpus)).seat("coder")
+    seat = assemble_host("rig", fact_output(corpus), COMPOSE).seat("coder")
     assert seat is not None and seat.engine is not None
     assert seat.served_names == ("coder",)
     assert seat.kv_cache_bytes == 10 * 1024**3
@@ -147,7 +148,7 @@ def test_seat_carries_argv_and_log_facts(corpus: Path) -> None:
 
 
 def test_unmanaged_container_models_and_missing_paths(corpus: Path) -> None:
-    host = assemble_host("rig", fact_output(corpus))
+    host = assemble_host("rig", fact_output(corpus), COMPOSE)
     names = {(s.name, s.managed) for s in host.seats}
     assert names == {("coder", True), ("jupyter", False)}
     model = host.models["/models/coder"]
@@ -161,7 +162,7 @@ def test_unmanaged_container_models_and_missing_paths(corpus: Path) -> None:
 
 
 def test_secrets_in_the_environment_and_argv_are_not_kept(corpus: Path) -> None:
-    host = assemble_host("rig", fact_output(corpus))
+    host = assemble_host("rig", fact_output(corpus), COMPOSE)
     facts = host.model_dump_json()
     assert "hf_secret" not in facts and "sk-live" not in facts and "hf_abcdef" not in facts
     notebook = next(s for s in host.seats if s.name == "jupyter")
@@ -174,13 +175,13 @@ def test_nvidia_smi_failure_is_a_host_fact_not_a_crash() -> None:
         "NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running."
         "\n@@FLEET gpus-rc 9\n@@FLEET apps\n\n@@FLEET docker-rc 0\n@@FLEET end\n"
     )
-    host = assemble_host("tower", text)
+    host = assemble_host("tower", text, COMPOSE)
     assert host.gpus == () and host.gpu_error is not None
     assert host.gpu_error.startswith("NVIDIA-SMI has failed")
 
 
 def test_cut_output_is_unreachable_not_half_facts() -> None:
-    host = assemble_host("tower", "@@FLEET gpus\n0, GPU-1, X, 1, 1\n")
+    host = assemble_host("tower", "@@FLEET gpus\n0, GPU-1, X, 1, 1\n", COMPOSE)
     assert not host.reachable and "did not finish" in (host.error or "")
 
 
@@ -201,7 +202,7 @@ def test_the_live_cmdline_wins_over_what_docker_was_asked(corpus: Path) -> None:
     output = fact_output(corpus).replace(
         f"@@FLEET logs {SEC_ID}", f"@@FLEET cmdline {SEC_ID}\n{live}\n@@FLEET logs {SEC_ID}"
     )
-    seat = assemble_host("rig", output).seat("coder")
+    seat = assemble_host("rig", output, COMPOSE).seat("coder")
     assert seat is not None
     assert seat.kv_cache_bytes is None and seat.max_model_len is None
     assert seat.served_names == ("coder",) and seat.model == "/models/coder"
@@ -219,7 +220,7 @@ def test_an_interrupted_apply_and_a_held_lock_are_reported(corpus: Path) -> None
     output = fact_output(corpus).replace(
         "@@FLEET end", f"@@FLEET lock\nops@laptop pid 7\n@@FLEET journal\n{journal}\n@@FLEET end"
     )
-    host = assemble_host("rig", output)
+    host = assemble_host("rig", output, COMPOSE)
     assert host.lock == "ops@laptop pid 7"
     assert host.interrupted == ("T3 begin", "T4 create-seat coder")
 
@@ -240,7 +241,7 @@ def test_gpus_from_the_table_view_when_the_query_fails(corpus: Path) -> None:
             "@@FLEET end",
         ]
     )
-    host = assemble_host("lone", output)
+    host = assemble_host("lone", output, COMPOSE)
     assert host.gpu_error is None
     assert [(g.index, g.name, g.memory_total_mib, g.memory_used_mib) for g in host.gpus] == [
         (0, "NVIDIA L40S", 46068, 803)
@@ -250,14 +251,14 @@ def test_gpus_from_the_table_view_when_the_query_fails(corpus: Path) -> None:
 
 def test_a_failed_query_without_a_table_is_a_gpu_error() -> None:
     output = "@@FLEET gpus\nNVIDIA-SMI has failed\n@@FLEET gpus-rc 9\n@@FLEET end\n"
-    host = assemble_host("lone", output)
+    host = assemble_host("lone", output, COMPOSE)
     assert host.gpus == () and host.gpu_error == "NVIDIA-SMI has failed"
 
 
 def test_a_managed_seat_carries_its_service_from_the_hosts_compose_file(corpus: Path) -> None:
     compose = "name: fleet-rig\nservices:\n  coder:\n    environment: {MODE: a}\n  other: {}\n"
     output = fact_output(corpus).replace("@@FLEET end", f"@@FLEET compose\n{compose}@@FLEET end")
-    seats = {s.name: s for s in assemble_host("rig", output).seats}
+    seats = {s.name: s for s in assemble_host("rig", output, COMPOSE).seats}
     assert seats["coder"].definition == {"environment": {"MODE": "a"}}
     assert seats["jupyter"].definition is None  # not fleet's: its compose file is not ours
 
@@ -285,7 +286,7 @@ def test_gguf_models_and_host_memory_are_read(tmp_path: Path) -> None:
         "MemAvailable:   61440000 kB\n"
         f"@@FLEET gguf /models/m.gguf\n{path.stat().st_size}\n{head}\n@@FLEET end\n"
     )
-    host = assemble_host("apu", output)
+    host = assemble_host("apu", output, COMPOSE)
     assert (host.memory_total_mib, host.memory_available_mib) == (64000, 60000)
     model = host.models["/models/m.gguf"]
     assert (model.architecture, model.num_layers, model.max_position_embeddings) == (
@@ -335,8 +336,8 @@ def test_the_fact_script_reads_a_gguf_file_and_its_lineage_beside_it(tmp_path: P
     run = subprocess.run(
         ["sh", "-s"], input=script, capture_output=True, text=True, env={"PATH": str(tools)}
     )
-    host = assemble_host("apu", run.stdout)
+    host = assemble_host("apu", run.stdout, COMPOSE)
     model = host.models[str(models / "m.gguf")]
     assert (model.architecture, model.num_layers) == ("qwen3", 28)
     assert model.lineage["base_model"] == "Qwen/Qwen3-0.6B"
-    assert host.gpu_error and host.docker_error
+    assert host.gpu_error and host.runtime_error

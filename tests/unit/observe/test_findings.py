@@ -10,6 +10,7 @@ from fleet.facts.nvidia_smi import parse_nvidia_smi_table
 from fleet.observed.assemble import assemble_host
 from fleet.observed.findings import Finding, FindingKind, find_issues
 from fleet.observed.models import Observation, ObservedHost
+from fleet.runtimes.compose import COMPOSE
 from tests.unit.facts.test_nvidia_smi import VGPU_TABLE
 from tests.unit.plan.fakes import in_sync
 from tests.unit.render.test_compose import example
@@ -103,7 +104,7 @@ def test_a_vgpu_row_without_columns_says_what_nvidia_smi_lacks() -> None:
         f"@@FLEET gpu-table\n{VGPU_TABLE}\n@@FLEET docker-rc 0\n@@FLEET end\n"
     )
     assert parse_nvidia_smi_table(VGPU_TABLE).gpus[0].missing  # the fact names it
-    host = assemble_host("guest", output)
+    host = assemble_host("guest", output, COMPOSE)
     assert [(g.index, g.name, g.missing) for g in host.gpus] == [
         (0, "GRID A100D-40C", ("persistence mode", "memory usage"))
     ]

@@ -134,7 +134,7 @@ ROUTES = [
 def test_an_entry_is_listed_on_the_seat_at_its_address_and_port(
     api_base: str | None, seats: list[tuple[str, str]]
 ) -> None:
-    rows = inventory_aliases((GatewayEntry(alias="extra", api_base=api_base),))
+    rows = inventory_aliases((GatewayEntry(alias="extra", address=api_base),))
     assert sorted(seat for seat, aliases in rows.items() if "extra" in aliases) == seats
     assert {k: tuple(a for a in v if a != "extra") for k, v in rows.items()} == (
         inventory_aliases()

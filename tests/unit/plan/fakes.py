@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from fleet.engines.vllm.log import EngineReport
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.gateways.litellm.render import render_gateway_config
 from fleet.observed.assemble import observed_seat
@@ -25,7 +25,7 @@ from fleet.observed.models import (
     ObservedHost,
     ObservedSeat,
 )
-from fleet.runtimes.compose import render_service
+from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet, Seat
 from tests.unit.plan.live_argv import live_argv
 
@@ -38,9 +38,10 @@ def live_seat(
     """The seat running in sync (its hand-written argv and its `extra_args`, or the `live`
     argv a test wrote out for a seat of its own), but for the flags edited
     (`max_model_len="131072"`: the process runs with that value)."""
-    service = render_service(seat, fleet.hosts[seat.host])
+    host = fleet.hosts[seat.host]
+    service = runtime_for(host).render_seat(seat, host)
     argv = list(live) if live is not None else live_argv(seat.name, seat.extra_args, **argv_edit)
-    container = ContainerFact(
+    container = Instance(
         id=f"{seat.name:0<64}"[:64],
         name=f"fleet-{seat.host}-{seat.name}-1",
         state="running",
@@ -88,11 +89,11 @@ def gateway_in_sync(
     config_text = render_gateway_config(text, fleet)
     config = parse_gateway_config(config_text)
     probes = {
-        e.api_base: BackendProbe(
-            api_base=e.api_base, answers=True, models=((e.model or "").split("/", 1)[-1],)
+        e.address: BackendProbe(
+            api_base=e.address, answers=True, models=((e.model or "").split("/", 1)[-1],)
         )
         for e in config.entries
-        if e.api_base
+        if e.address
     }
     return ObservedGateway(
         host=fleet.gateway.host,

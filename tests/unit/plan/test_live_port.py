@@ -12,7 +12,7 @@ from fleet.plan.plan import make_plan
 from fleet.runtimes.compose import render_compose
 from fleet.spec.models import DesiredFleet
 from tests.unit.plan.fakes import in_sync, live_seat
-from tests.unit.render.test_compose import example
+from tests.unit.render.test_compose import example, on_systemd
 
 DESIRED = example()
 
@@ -79,7 +79,7 @@ def test_a_changed_seat_surges_back_to_its_first_port() -> None:
 def test_a_systemd_seat_is_replaced_as_a_compose_seat_is(pin: str, strategy: str) -> None:
     # issue 22: surge applies to systemd hosts too (a second unit on the second port), so a
     # systemd seat no longer always recreates: plan chooses as it does for compose
-    systemd = {"hosts/tower.yaml": ("publish_address:", "runtime: systemd\npublish_address:")}
+    systemd = on_systemd("tower")
     change = {"seats/coder.yaml": ("context: 2048", f"context: 4096{pin}")}
     lines = []
     for runtime in ({}, systemd):

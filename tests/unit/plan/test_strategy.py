@@ -7,7 +7,6 @@ import pytest
 
 from fleet.facts.journal import last_seat_starts
 from fleet.observed.models import Observation
-from fleet.plan import strategy
 from fleet.plan.actions import Action, ActionKind
 from fleet.plan.plan import make_plan
 from fleet.spec.models import DesiredFleet
@@ -19,12 +18,6 @@ CHANGES = {
     "coder": ("context: 2048", "context: 4096"),
     "flash": ("context: 65536", "context: 32768"),
 }
-
-
-@pytest.fixture
-def surging(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Plan as it decides once apply can surge (`SURGE_APPLIES`)."""
-    monkeypatch.setattr(strategy, "SURGE_APPLIES", True)
 
 
 def replaced(
@@ -152,14 +145,13 @@ def test_plan_says_how_a_seat_is_replaced_and_what_it_costs(
     seconds: float | None,
     how: str,
     line: str,
-    surging: None,
 ) -> None:
     action = replaced(seat, extra, observed, seconds)
     assert action.strategy == how
     assert action.strategy_line == line
 
 
-def test_plan_json_carries_strategy_and_downtime(surging: None) -> None:
+def test_plan_json_carries_strategy_and_downtime() -> None:
     surge = replaced("coder").model_dump(mode="json")
     recreate = replaced("char-rp", seconds=74.2).model_dump(mode="json")
     assert (surge["strategy"], surge["downtime"]) == ("surge", None)
@@ -167,7 +159,7 @@ def test_plan_json_carries_strategy_and_downtime(surging: None) -> None:
     assert recreate["downtime"] == {"aliases": ["char-rp", "roleplay"], "last_start_seconds": 74.2}
 
 
-def test_a_surge_counts_the_old_copy_and_every_other_seat_on_the_gpu(surging: None) -> None:
+def test_a_surge_counts_the_old_copy_and_every_other_seat_on_the_gpu() -> None:
     """Coder surges beside sec on GPU 0; a bigger sec leaves no room for a second coder."""
     fleet = example({"seats/sec.yaml": ("kv_cache_bytes: 22GiB", "kv_cache_bytes: 60GiB")})
     observed = in_sync(fleet)
@@ -178,27 +170,6 @@ def test_a_surge_counts_the_old_copy_and_every_other_seat_on_the_gpu(surging: No
     ]
     assert action.strategy == "recreate"
     assert (action.strategy_line or "").startswith("seat coder: recreate (GPU 0 has 0.0 GiB free; ")
-
-
-def test_until_apply_can_surge_a_seat_with_room_recreates_and_a_pinned_surge_blocks(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.setattr(strategy, "SURGE_APPLIES", False)  # a build whose apply cannot surge
-    coder = replaced("coder")
-    assert (coder.strategy, coder.strategy_line) == (
-        "recreate",
-        "seat coder: recreate (apply cannot surge a seat yet; a surge would fit: GPU 0 has "
-        "37.6 GiB free beside the running copy; the new one needs 1.9 GiB); autocomplete, "
-        "coder unavailable while it loads",
-    )
-    fleet = example({"seats/flash.yaml": (CHANGES["flash"][0], "context: 32768\nstrategy: surge")})
-    plan = make_plan(fleet, in_sync(example()))
-    assert [(b.target, b.message) for b in plan.blockers] == [
-        (
-            "flash",
-            "strategy: surge, but apply cannot surge a seat yet: set strategy auto or recreate",
-        )
-    ]
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,15 @@ def example(edits: dict[str, tuple[str, str]] | None = None) -> DesiredFleet:
     return loaded.fleet
 
 
+def on_systemd(host: str) -> dict[str, tuple[str, str]]:
+    """The edit that makes an example host a systemd one: `runtime: systemd`, without the
+    keys only a compose host has."""
+    text = (DESIRED / "hosts" / f"{host}.yaml").read_text()
+    compose_only = ("compose_dir:", "gpu_handover:")
+    kept = [line for line in text.splitlines(keepends=True) if not line.startswith(compose_only)]
+    return {f"hosts/{host}.yaml": (text, "runtime: systemd\n" + "".join(kept))}
+
+
 @pytest.mark.parametrize("host", ["tower", "rig"], ids=["device-requests", "runtime"])
 def test_compose_matches_golden(host: str) -> None:
     text = render_compose(example(), host)

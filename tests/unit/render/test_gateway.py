@@ -29,16 +29,15 @@ def test_hand_kept_config_matches_golden() -> None:
 
 def test_entries_route_as_desired() -> None:
     fleet = example()
-    config = parse_gateway_config(
-        render_gateway_config((GOLDEN / "gateway-before.yaml").read_text(), fleet)
-    )
+    text = render_gateway_config((GOLDEN / "gateway-before.yaml").read_text(), fleet)
+    config = parse_gateway_config(text)
     routed = config.by_alias()
-    assert routed["sec"].api_base == "http://127.0.0.11:8025/v1"
-    assert routed["sec"].entry_id == "fleet:sec:sec"
+    assert routed["sec"].address == "http://127.0.0.11:8025/v1"
+    assert routed["sec"].seat == "sec" and "id: fleet:sec:sec" in text
     assert routed["summarizer"].params == {"max_tokens": 256, "temperature": 0.2}
     assert routed["chat"].model == "hosted_vllm/reason"
     assert "sec-old" not in routed and "code-legacy" not in routed
-    assert routed["gpt-4o"].entry_id is None
+    assert routed["gpt-4o"].seat is None and not routed["gpt-4o"].managed
     assert config.fallbacks == {"sec": ("chat",)}
     assert set(desired_entries(fleet)) <= set(routed)
 

@@ -10,6 +10,8 @@ from fleet.observed.models import Observation, ObservedGateway
 from fleet.plan.plan import make_plan
 from fleet.render.desired_files import HostAccess, import_fleet
 from fleet.runtimes import validate_fleet
+from fleet.runtimes.compose import COMPOSE
+from fleet.spec.host_settings import LiteLLMSettings
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Severity
 from tests.unit.observe.test_assemble import GPU0, GPU1, container
@@ -97,7 +99,7 @@ def observation(more_argv: tuple[str, ...] = (), more_env: tuple[str, ...] = ())
             "@@FLEET end",
         ]
     )
-    return Observation(observed_at="T", hosts={"rig": assemble_host("rig", output)})
+    return Observation(observed_at="T", hosts={"rig": assemble_host("rig", output, COMPOSE)})
 
 
 def imported() -> dict[str, str]:
@@ -144,8 +146,9 @@ def test_the_imported_fleet_validates_and_says_what_runs() -> None:
         ("gguf",),
     )
     gateway = loaded.fleet.gateway
-    assert gateway is not None and gateway.provider_prefix in ("hosted_vllm/", "openai/")
-    assert gateway.alias_params == {
+    assert gateway is not None and isinstance(gateway.settings, LiteLLMSettings)
+    assert gateway.settings.provider_prefix in ("hosted_vllm/", "openai/")
+    assert gateway.settings.alias_params == {
         "chat": {"max_tokens": 512},
         "gguf": {"api_key": "os.environ/GGUF_API_KEY"},
     }

@@ -82,4 +82,4 @@ def test_a_host_that_names_no_runtime_runs_compose() -> None:
 
     host = Host.model_validate({"name": "h", "ssh": {"alias": "h"}, "address": "127.0.0.1"})
     assert runtime_for(host) is COMPOSE
-    assert "--filter label=fleet.seat=flash " in "".join(COMPOSE.seat_facts("flash"))
+    assert "--filter label=fleet.seat=flash " in "".join(COMPOSE.seat_facts(host, "flash"))

@@ -4,14 +4,19 @@ its GPU, its log, its spec hash, and a hand edit of its unit as drift."""
 
 from __future__ import annotations
 
+import subprocess
+from pathlib import Path
+
 import pytest
+from pydantic import ValidationError
 
 from fleet.names import HASH_LABEL
 from fleet.observed.assemble import assemble_host
 from fleet.runtimes import runtime_for
 from fleet.runtimes import systemd_unit as units
-from fleet.runtimes.systemd import HAND_EDITED, SYSTEMD, parse_unit_definition
-from fleet.spec.models import GpuSpec, Host, HostSsh
+from fleet.runtimes.systemd import HAND_EDITED, SYSTEMD, host_units, parse_unit_definition
+from fleet.spec.host_settings import SystemdHostSettings
+from fleet.spec.models import DesiredFleet, GpuSpec, Host, HostSsh
 from tests.conftest import CORPUS
 from tests.unit.runtimes.test_systemd_unit import seat, with_verbosity
 
@@ -43,7 +48,7 @@ def test_the_recorded_host_has_its_seat_running_on_its_gpu() -> None:
         ("coder",),
     )
     assert coder.engine is not None and coder.engine.kv_cache_tokens == 16384
-    assert observed.docker_error is None
+    assert observed.runtime_error is None
 
 
 def test_the_recorded_unit_carries_the_hash_plan_renders() -> None:
@@ -70,7 +75,7 @@ def test_a_hand_edit_is_drift(old: str, new: str) -> None:
 
 def test_no_systemd_answer_is_an_error_and_a_hand_made_unit_is_unmanaged() -> None:
     silent = RECORDED.replace("@@FLEET systemd-rc 0", "@@FLEET systemd-rc 1")
-    assert assemble_host("rtx3090", silent, SYSTEMD).docker_error == (
+    assert assemble_host("rtx3090", silent, SYSTEMD).runtime_error == (
         "systemd is not answering on this host"
     )
     hand = RECORDED.replace("X-Fleet-Seat=coder\n", "").replace(
@@ -90,3 +95,56 @@ def test_unit_definition_reads_argv_environment_and_labels() -> None:
     assert definition["command"] == ["two words", "100%", "$HOME"]
     assert definition["environment"] == {"A": "b c", "CUDA_VISIBLE_DEVICES": ""}
     assert definition["labels"][HASH_LABEL] == "h"
+
+
+@pytest.mark.parametrize(
+    ("unit", "listed"),
+    [
+        ("ExecStart=/usr/local/bin/llama-server -m /models/m.gguf --port 8080", True),
+        ("ExecStart=/opt/venv/bin/vllm serve /models/m --port 8000", True),
+        ("ExecStart=/usr/bin/python3 -m sglang.launch_server --model-path /models/m", True),
+        ("ExecStart=/usr/bin/python3.11 -m sglang.launch_server --model-path /models/m", True),
+        ("ExecStart=/usr/sbin/nginx -g 'daemon off;'", False),
+        ("ExecStart=/usr/bin/python3 -m http.server 8000", False),
+    ],
+    ids=["llama-server", "vllm", "sglang", "sglang-python3.11", "nginx", "python-other"],
+)
+def test_a_hand_made_unit_of_every_engine_is_listed(
+    tmp_path: Path, unit: str, listed: bool
+) -> None:
+    """The host's unit listing, run by a real shell on a unit directory holding one
+    hand-made unit: every registered engine's executable is seen, nothing else is."""
+    (tmp_path / "hand-made.service").write_text(f"[Service]\n{unit}\n")
+    script = host_units(str(tmp_path))
+    out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
+    assert (out.stdout.split() == ["hand-made.service"]) is listed
+
+
+def test_a_host_places_its_units_and_secrets_files_where_it_says() -> None:
+    """`unit_dir` and `env_dir` are the systemd host's own settings: the fact script reads
+    units there and the unit's EnvironmentFile names the secrets file there."""
+    host = HOST.model_copy(
+        update={"settings": SystemdHostSettings(unit_dir="/run/fleet/units", env_dir="/srv/keys")}
+    )
+    secret = seat(name="coder", env={"HF_TOKEN": "${HF_TOKEN}"})
+    fleet = DesiredFleet(hosts={host.name: host}, seats={"coder": secret})
+    rendered = SYSTEMD.render_host(fleet, host.name)
+    assert rendered.startswith("# /run/fleet/units/fleet-coder.service\n")
+    assert "\nEnvironmentFile=/srv/keys/fleet-coder.env\n" in rendered
+    assert "cd /run/fleet/units " in "".join(SYSTEMD.host_facts(host))
+    assert "cd /run/fleet/units " in "".join(SYSTEMD.seat_facts(host, "coder"))
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("env_dir", "/etc/fleet keys", "env_dir: String should match pattern"),
+        ("compose_dir", "/srv/fleet", "compose_dir: a setting of compose hosts"),
+    ],
+    ids=["path-with-a-space", "compose-key"],
+)
+def test_a_systemd_hosts_own_keys_are_checked(key: str, value: str, message: str) -> None:
+    data = {"name": "h", "ssh": {"alias": "h"}, "address": "10.0.0.1", "runtime": "systemd"}
+    with pytest.raises(ValidationError) as raised:
+        Host.model_validate({**data, key: value})
+    assert message.split(": ", 1)[1] in str(raised.value) and key in str(raised.value)

@@ -102,9 +102,25 @@ CASES = [
     ),
     (
         "systemd-image-is-an-executable",
-        [("hosts/tower.yaml", "gpus:\n", "runtime: systemd\ngpus:\n")],
+        [
+            ("hosts/tower.yaml", "gpus:\n", "runtime: systemd\ngpus:\n"),
+            ("hosts/tower.yaml", "compose_dir: /srv/fleet", "state_dir: /srv/fleet"),
+            ("hosts/tower.yaml", "gpu_handover:", "# gpu_handover:"),
+        ],
         "desired/seats/sec.yaml:5: error: on systemd host tower, image is the engine's "
         "executable path, not 'vllm/vllm-openai:v0.18.0'",
+    ),
+    (
+        "compose-key-on-systemd",
+        [("hosts/tower.yaml", "gpus:\n", "runtime: systemd\ngpus:\n")],
+        "desired/hosts/tower.yaml:12: error: compose_dir: a setting of compose hosts, "
+        "not of this systemd host",
+    ),
+    (
+        "host-key-typo",
+        [("hosts/tower.yaml", "compose_dir:", "compose_dri:")],
+        "desired/hosts/tower.yaml:11: error: compose_dri: unknown key on a compose host "
+        "(did you mean 'compose_dir'?)",
     ),
     (
         "name-not-file",

@@ -14,7 +14,7 @@ from pathlib import Path
 import git
 
 from fleet.render.desired_files import HostAccess, import_fleet
-from reconciler.workflows.importer import _without_docker, errors, fleet_of, validate_files
+from reconciler.workflows.importer import _under_other_runtimes, errors, fleet_of, validate_files
 from reconciler.workflows.observe import observe_fleet
 from tests.fakes.host import FakeHost, FakeSessions
 from tests.fakes.units import HAND_MADE, gguf_file, start
@@ -39,7 +39,7 @@ def imported(host: FakeHost, tmp_path: Path) -> FakeFleet:
     """What `fleet import --host apu` writes, committed as a fleet repository."""
     bare = fleet_of(["apu"], None)
     sessions = FakeSessions({"apu": host})
-    observation = _without_docker(bare, sessions, observe_fleet(bare, sessions))  # type: ignore[arg-type]
+    observation = _under_other_runtimes(bare, sessions, observe_fleet(bare, sessions))  # type: ignore[arg-type]
     result = import_fleet(observation, {"apu": HostAccess(alias="apu", address="10.0.0.33")})
     assert errors(validate_files(result.files)) == []
     root = tmp_path / "fleet-repo"

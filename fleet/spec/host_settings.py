@@ -1,0 +1,199 @@
+"""A backend's own settings: the keys of a host file its runtime owns, of gateway.yaml its kind.
+
+A host file is flat (`runtime: compose` beside `compose_dir:`), but only the neutral keys
+are `fleet.spec.models.Host`'s own; every other key is its runtime's, validated by the
+model that runtime registered under its name (`RUNTIME_SETTINGS`, chosen by `runtime:`,
+as a pydantic discriminated union would): compose's `compose_dir` and `gpu_handover`,
+systemd's `unit_dir` and `env_dir` (where its units and their secrets files go). So a
+compose-only key on a systemd host is an error naming the runtime, and a neutral model
+carries no runtime's fields. Where fleet keeps a host's apply lock and journal is the
+host's `state_dir`, by default the runtime's (`RuntimeSettings.default_state_dir`: the
+compose directory on a compose host, `/srv/fleet` otherwise, where it always was).
+
+gateway.yaml is read the same way: `kind:` chooses the model of its other keys
+(`KIND_SETTINGS`: LiteLLM's `provider_prefix` and `alias_params`).
+
+The spec layer cannot import a runtime or a gateway kind, so the built-in ones' models live
+here; `fleet.runtimes.register` and `fleet.gateways.register` add another's own.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+from pydantic_core import InitErrorDetails, PydanticCustomError
+
+from fleet.base import CoreModel
+
+STATE_DIR = "/srv/fleet"  # where fleet keeps its apply lock and journal, unless told
+
+
+class RuntimeSettings(CoreModel):
+    """The settings of a host's runtime (a runtime's subclass; this one has none)."""
+
+    def default_state_dir(self) -> str:
+        """Where fleet keeps its apply lock and journal on such a host, unless told."""
+        return STATE_DIR
+
+
+class ComposeHostSettings(RuntimeSettings):
+    """A compose host's own keys."""
+
+    compose_dir: str = Field("/srv/fleet", description="Directory of compose files on the host.")
+    gpu_handover: Literal["device_requests", "runtime"] = Field(
+        "device_requests",
+        description="device_requests: compose device reservations with device_ids; "
+        "runtime: `runtime: nvidia` with NVIDIA_VISIBLE_DEVICES.",
+    )
+
+    def default_state_dir(self) -> str:
+        """The compose directory, beside the compose file."""
+        return self.compose_dir
+
+
+PLAIN_PATH = r"^/[A-Za-z0-9_./-]+$"  # written into unit files and shell commands as is
+
+
+class SystemdHostSettings(RuntimeSettings):
+    """A systemd host's own keys: where fleet's units and their secrets files go."""
+
+    unit_dir: str = Field(
+        "/etc/systemd/system", pattern=PLAIN_PATH, description="Directory of fleet's units."
+    )
+    env_dir: str = Field(
+        "/etc/fleet", pattern=PLAIN_PATH, description="Directory of the units' secrets files."
+    )
+
+
+RUNTIME_SETTINGS: dict[str, type[RuntimeSettings]] = {
+    "compose": ComposeHostSettings,
+    "systemd": SystemdHostSettings,
+}
+"""Each runtime's settings model, by the runtime's name (`runtime:` of a host file)."""
+
+
+class KindSettings(CoreModel):
+    """The settings of a gateway kind, read from gateway.yaml's other keys (a kind's
+    subclass; this one has none)."""
+
+    def named_aliases(self) -> Iterator[tuple[str, str]]:
+        """(key, alias) for each alias a setting names, which must be a seat's."""
+        return iter(())
+
+
+class LiteLLMSettings(KindSettings):
+    """LiteLLM's own keys of gateway.yaml."""
+
+    provider_prefix: str = Field("hosted_vllm/", description="LiteLLM provider prefix.")
+    alias_params: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Extra litellm_params per alias."
+    )
+
+    def named_aliases(self) -> Iterator[tuple[str, str]]:
+        for alias in self.alias_params:
+            yield "alias_params", alias
+
+
+KIND_SETTINGS: dict[str, type[KindSettings]] = {"litellm": LiteLLMSettings}
+"""Each gateway kind's settings model, by the kind's name (`kind:` of gateway.yaml)."""
+
+
+def settings_schema(models: Mapping[str, type[CoreModel]], what: str) -> Any:
+    """A JSON-schema hook adding each backend's own keys to a file's schema (described as
+    its backend's), so `fleet schema` shows the keys users write beside the neutral ones."""
+
+    def add(schema: dict[str, Any]) -> None:
+        properties = schema.setdefault("properties", {})
+        for name, model in sorted(models.items()):
+            for key, spec in model.model_json_schema().get("properties", {}).items():
+                spec = dict(spec)
+                spec["description"] = f"{what} {name} only: {spec.get('description', '')}"
+                properties.setdefault(key, spec)
+
+    return add
+
+
+def register_settings(runtime: str, model: type[RuntimeSettings]) -> None:
+    """Make `runtime` a value of `runtime:`, its host files' own keys read by `model`."""
+    RUNTIME_SETTINGS[runtime] = model
+
+
+def register_kind_settings(kind: str, model: type[KindSettings]) -> None:
+    """Make `kind` a value of gateway.yaml's `kind:`, its other keys read by `model`."""
+    KIND_SETTINGS[kind] = model
+
+
+def unknown_runtime(name: str, registry: Iterable[str] | None = None) -> PydanticCustomError:
+    """`runtime: expected one of ...` (or `kind:`) for a backend no one registered."""
+    known = [repr(n) for n in (RUNTIME_SETTINGS if registry is None else registry)]
+    expected = f"{', '.join(known[:-1])} or {known[-1]}" if len(known) > 1 else known[0]
+    return PydanticCustomError(
+        "literal_error", "Input should be {expected}", {"expected": expected}
+    )
+
+
+def with_settings(
+    data: Any,
+    neutral: set[str],
+    models: Mapping[str, type[CoreModel]],
+    what: str,
+    tag: tuple[str, str],
+) -> Any:
+    """A file's data with the keys that are not `neutral` read into `settings` by the model
+    its `tag` key (`runtime`, `kind`; its default beside it) chooses."""
+    if not isinstance(data, dict) or isinstance(data.get("settings"), CoreModel):
+        return data
+    own = {k: v for k, v in data.items() if k in neutral}
+    name = own.get(tag[0], tag[1])
+    if isinstance(name, str) and name in models:
+        given = data.get("settings")
+        others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
+        keys = {**(given if isinstance(given, dict) else {}), **others}
+        own["settings"] = read_settings(models, what, name, keys, neutral)
+    return own
+
+
+def read_settings(
+    models: Mapping[str, type[CoreModel]],
+    what: str,
+    name: str,
+    keys: dict[str, Any],
+    neutral: Iterable[str],
+) -> CoreModel:
+    """The settings of a backend (`name` in `models`: a host's runtime, a gateway's kind)
+    from a file's own keys; each key it does not take is an error at that key, naming the
+    backend (and the one it belongs to)."""
+    model = models[name]
+    errors = [
+        InitErrorDetails(
+            type=_not_its_setting(models, what, name, key, neutral), loc=(key,), input=value
+        )
+        for key, value in keys.items()
+        if key not in model.model_fields
+    ]
+    if errors:
+        raise ValidationError.from_exception_data(f"{what} settings", errors)
+    return model.model_validate(keys)
+
+
+def _not_its_setting(
+    models: Mapping[str, type[CoreModel]], what: str, name: str, key: str, neutral: Iterable[str]
+) -> PydanticCustomError:
+    owners = sorted(n for n, m in models.items() if key in m.model_fields)
+    if owners:
+        return PydanticCustomError(
+            "backend_setting",
+            "a setting of {owners} {what}s, not of this {name} {what}",
+            {"owners": " and ".join(owners), "name": name, "what": what},
+        )
+    known = sorted({*neutral, *models[name].model_fields})
+    match = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+    hint = f"did you mean {match[0]!r}?" if match else f"known keys: {', '.join(known)}"
+    return PydanticCustomError(
+        "backend_setting",
+        "unknown key on a {name} {what} ({hint})",
+        {"name": name, "what": what, "hint": hint},
+    )
