@@ -11,7 +11,7 @@ on a real fleet. Used by `bench.scale_bench`; nothing here reads `tests/`.
 from __future__ import annotations
 
 from fleet.engines.vllm.log import EngineReport
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.gateways.litellm.render import render_gateway_config
 from fleet.observed.assemble import observed_seat
@@ -123,7 +123,7 @@ def live_seat(fleet: DesiredFleet, seat: Seat) -> ObservedSeat:
     """The seat's container running in sync, with the labels compose gives it."""
     index = int(seat.name.removeprefix("s"))
     argv = ARGV.format(index=index, name=seat.name, port=seat.port).split(" ")
-    container = ContainerFact(
+    container = Instance(
         id=f"{seat.name:0<64}"[:64],
         name=f"fleet-{seat.host}-{seat.name}-1",
         state="running",
@@ -145,11 +145,11 @@ def live_gateway(fleet: DesiredFleet) -> ObservedGateway:
     config_text = render_gateway_config(GATEWAY_CONFIG, fleet)
     config = parse_gateway_config(config_text)
     probes = {
-        e.api_base: BackendProbe(
-            api_base=e.api_base, answers=True, models=((e.model or "").split("/", 1)[-1],)
+        e.address: BackendProbe(
+            api_base=e.address, answers=True, models=((e.model or "").split("/", 1)[-1],)
         )
         for e in config.entries
-        if e.api_base
+        if e.address
     }
     return ObservedGateway(
         host=fleet.gateway.host,

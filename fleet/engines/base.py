@@ -96,6 +96,7 @@ class Engine(Protocol):
     TOKENIZE: str | None
     LONG_CONTEXT_ENV: str | None
     OOM_SIGNATURES: tuple[str, ...]
+    STOP_SIGNATURES: tuple[str, ...]
     OWN_FLAGS: frozenset[str]
     KV_FLAGS: tuple[str, ...]
     EXECUTABLE: str
@@ -160,6 +161,7 @@ class EngineBase:
     TOKENIZE: str | None = None
     LONG_CONTEXT_ENV: str | None = None
     OOM_SIGNATURES: tuple[str, ...] = ()
+    STOP_SIGNATURES: tuple[str, ...] = ()  # log lines of a stop the engine was asked for
     OWN_FLAGS: frozenset[str] = frozenset()
     KV_FLAGS: tuple[str, ...] = ()
     RENDERED_SWITCHES: tuple[str, ...] = ()

@@ -32,7 +32,7 @@ class GatewayKind(Protocol):
     settings: type[KindSettings]  # the model of gateway.yaml's keys that are the kind's
     readiness_path: str  # GET: 200 once the proxy serves
     models_path: str  # GET: the aliases it lists
-    routes_path: str  # GET: each alias it serves and the backend it routes it to
+    routes_path: str | None  # GET: each alias it serves and its backend (None: no such page)
 
     def served_routes(self, body: Any) -> dict[str, str | None] | None:
         """alias -> api_base of a routes_path answer (None: not such an answer)."""
@@ -78,13 +78,18 @@ class GatewayKind(Protocol):
 
 class GatewayKindBase:
     """The defaults of a gateway kind (see `GatewayKind`): no keys of its own in
-    gateway.yaml, no authorization header."""
+    gateway.yaml, no authorization header, no page of the backends it routes to."""
 
     settings: type[KindSettings] = KindSettings
+    routes_path: str | None = None
 
     def headers(self, key: str | None) -> dict[str, str]:
         """No header: the proxy takes no key."""
         return {}
+
+    def served_routes(self, body: Any) -> dict[str, str | None] | None:
+        """None: the proxy says which aliases it serves (`models_path`), not where to."""
+        return None
 
 
 KINDS: dict[str, GatewayKind] = {}

@@ -139,7 +139,7 @@ def stop_line(lines: list[str], stops: tuple[str, ...] | None = None) -> str | N
 def stop_signatures(engine: str | None = None) -> tuple[str, ...]:
     """The log lines of a stop the engine was asked for: one engine's, else every engine's."""
     engines = [ENGINES[engine]] if engine is not None else list(ENGINES.values())
-    return tuple(s for e in engines for s in getattr(e, "STOP_SIGNATURES", ()))
+    return tuple(s for e in engines for s in e.STOP_SIGNATURES)
 
 
 def _all_signatures() -> tuple[str, ...]:

@@ -44,7 +44,7 @@ def kv_config(seat: Seat, total_mib: int | None) -> tuple[object, ...]:
         else ("fraction", seat.gpu_memory_utilization, total_mib)
     )
     engine = engine_for(seat.engine)
-    speculative = engine.desired_shape(seat)["speculative"]
+    speculative = engine.desired_shape(seat).get("speculative")
     settings = engine.kv_settings(seat.extra_args, None)
     return _config(
         seat.model, seat.tp_size, seat.extra_args, speculative, budget, engine.KV_FLAGS, settings

@@ -49,7 +49,11 @@ class InventorySettings(CoreModel):
 class ComposeSettings(CoreModel):
     """How compose projects are named on the hosts."""
 
-    project_prefix: str = Field("fleet", description="Project name is <prefix>-<host>.")
+    project_prefix: str = Field(
+        "fleet",
+        pattern=r"^[a-z0-9][a-z0-9_-]{0,31}$",
+        description="Project name is <prefix>-<host>: lowercase letters, digits, '_' and '-'.",
+    )
 
 
 class ImagePolicy(CoreModel):

@@ -86,13 +86,6 @@ def check_shapes(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
             "($FLEET_SSH_CONFIG, else ~/.ssh/config), never from desired/, whose file "
             "could run commands here (Match exec, ProxyCommand); remove the key",
         )
-    prefix = desired.settings.compose.project_prefix
-    if not re.fullmatch(r"[a-z0-9][a-z0-9_-]{0,31}", prefix):
-        yield src.problem(
-            "fleet.yaml",
-            ("compose", "project_prefix"),
-            f"project_prefix {prefix!r}: lowercase letters, digits, '_' and '-'",
-        )
     for host in sorted(desired.hosts.values(), key=lambda h: h.name):
         yield from _check_host(host, src)
     for seat in sorted(desired.seats.values(), key=lambda s: s.name):
@@ -153,9 +146,9 @@ def _check_seat(seat: Seat, host: Host | None, src: Sources) -> Iterator[Problem
 
 
 def _check_image(seat: Seat, host: Host | None, rel: str, src: Sources) -> Iterator[Problem]:
-    """A systemd seat's executable is a plain absolute path; an image reference has no
-    whitespace or shell character (the runtimes' own rules judge the rest)."""
-    if host is not None and host.runtime == "systemd" and seat.image.startswith("/"):
+    """An executable (a unit's `image`) is a plain absolute path; an image reference has no
+    whitespace or shell character (the runtimes' own rules judge which a host takes)."""
+    if seat.image.startswith("/"):
         if (why := host_path_problem(seat.image)) is not None:
             yield src.problem(rel, ("image",), f"image {seat.image!r} {why}")
     elif not IMAGE.match(seat.image):

@@ -172,10 +172,11 @@ def observe_served(conn: HostSession, gateway: Gateway) -> ServedGateway:
         return ServedGateway(url_answers=False, url_error=f"HTTP {listed.status}")
     routes = None
     if listed.status == 200:
-        reply = request_via(
-            conn, url.address, url.port, "GET", kind.routes_path, headers=headers, timeout=5.0
-        )
-        routes = kind.served_routes(reply.json()) if reply.status == 200 else None
+        if kind.routes_path is not None:
+            reply = request_via(
+                conn, url.address, url.port, "GET", kind.routes_path, headers=headers, timeout=5.0
+            )
+            routes = kind.served_routes(reply.json()) if reply.status == 200 else None
         if routes is None:
             routes = dict.fromkeys(sorted(kind.listed(listed.json())))
     front = gateway.front

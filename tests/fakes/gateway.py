@@ -103,7 +103,7 @@ class FakeGateway:
             return CommandResult(1, "", reason)
         text = self.host.files[self.gateway.config_path]
         routed = parse_gateway_config(text).by_alias()
-        bases = {alias: entry.api_base for alias, entry in routed.items()}
+        bases = {alias: entry.address for alias, entry in routed.items()}
         self.proxies[port] = FakeProxy(port, tuple(sorted(routed)), self.chat_status, bases)
         self.refresh()
         return OK

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.names import SEAT_LABEL
 from fleet.observed.assemble import observed_seat
 from fleet.render import model_fetch
+from fleet.spec.host_settings import SystemdHostSettings
 from reconciler.runtimes import compose as compose_runtime
 from reconciler.runtimes import systemd as systemd_runtime
 from tests.fakes.host import FakeHost
@@ -138,8 +139,12 @@ BUILDERS = [
         lambda v: systemd_runtime.systemctl("restart", v),
         ["systemctl", "restart", HOSTILE],
     ),
-    ("restart", lambda v: compose_runtime.restart_command(v), ["docker", "restart", HOSTILE]),
-    ("unused-env", lambda v: systemd_runtime.unused_env_files(v), None),
+    (
+        "restart",
+        lambda v: compose_runtime.ComposeAdapter().restart_command(v),
+        ["docker", "restart", HOSTILE],
+    ),
+    ("unused-env", lambda v: systemd_runtime.unused_env_files(v, SystemdHostSettings()), None),
     ("finish", lambda v: model_fetch.finish_command(f"/models/{v}"), None),
     ("digest", lambda v: model_fetch.digest_command("/models/m", [v]), None),
     ("installed-digest", lambda v: model_fetch.installed_digest_command(f"/models/{v}", [v]), None),
@@ -160,7 +165,7 @@ def test_builders_keep_a_hostile_value_in_one_word(build, expected) -> None:  # 
 
 def test_a_label_not_shaped_like_a_seat_name_is_not_a_managed_seat() -> None:
     labels = {SEAT_LABEL: "x;touch /tmp/pwned;#", "fleet.managed": "true"}
-    container = ContainerFact(id="f" * 64, name="evil", state="running", image="i", labels=labels)
+    container = Instance(id="f" * 64, name="evil", state="running", image="i", labels=labels)
     seat = observed_seat(container, engine=None, gpus=(), vram_mib=0)
     assert (seat.name, seat.managed) == ("evil", False)
     fine = observed_seat(

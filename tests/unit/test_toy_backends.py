@@ -251,8 +251,10 @@ class ToyHost(FakeHost):
         if command == "sh -s" and stdin and "toyctl facts" in stdin:
             selector = re.search(r"toyctl facts (\S+)", stdin)
             only = None if selector is None or selector.group(1) == "all" else selector.group(1)
-            end = "@@FLEET end\n"
-            sections = self._sections(only)
+            ending = re.search(r"(@@FLEET(?:-[A-Za-z0-9]+)? )end\n", result.stdout)
+            assert ending is not None, "the fact script's output has no end section"
+            mark, end = ending.group(1), ending.group(0)
+            sections = self._sections(only, mark)
             return CommandResult(0, result.stdout.replace(end, sections + end), "")
         return result
 
@@ -277,7 +279,7 @@ class ToyHost(FakeHost):
             return CommandResult(0, "", "")
         return CommandResult(0, "", "")
 
-    def _sections(self, only: str | None) -> str:
+    def _sections(self, only: str | None, mark: str) -> str:
         out = ""
         for name, definition in sorted(self.toys.items()):
             if only is not None and name != only:
@@ -289,8 +291,8 @@ class ToyHost(FakeHost):
                 "pid": 4242,
             }
             log = "toy-llm: toy cache holds 8192 tokens\n"
-            out += f"@@FLEET toy {name}\n{json.dumps({'instance': instance, 'log': log})}\n"
-            out += f"@@FLEET toy-definition {name}\n{json.dumps(definition)}\n"
+            out += f"{mark}toy {name}\n{json.dumps({'instance': instance, 'log': log})}\n"
+            out += f"{mark}toy-definition {name}\n{json.dumps(definition)}\n"
         return out
 
 

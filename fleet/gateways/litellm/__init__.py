@@ -31,7 +31,7 @@ class LiteLLM(GatewayKindBase):
     settings: type[KindSettings] = LiteLLMSettings
     readiness_path = "/health/liveliness"
     models_path = "/v1/models"
-    routes_path = "/model/info"
+    routes_path: str | None = "/model/info"
 
     def served_routes(self, body: Any) -> dict[str, str | None] | None:
         """alias -> api_base of what the running proxy loaded (`/model/info`)."""

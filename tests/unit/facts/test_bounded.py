@@ -15,8 +15,8 @@ from fleet.engines.vllm.lines import log_lines, messages
 from fleet.engines.vllm.log import parse_vllm_log
 from fleet.facts.nvidia_smi import parse_compute_apps, parse_gpu_query, parse_nvidia_smi_table
 from fleet.facts.provenance import parse_provenance
-from fleet.facts.systemctl import parse_systemctl_show
 from fleet.facts.unit_journal import parse_unit_journal
+from tests.unit.facts.test_systemctl import parse_systemctl_show
 
 N = 40_000
 LONG_LINES = {

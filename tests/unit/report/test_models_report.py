@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fleet.facts.docker_inspect import ContainerFact
+from fleet.facts.instance import Instance
 from fleet.observed.models import ObservedHost, ObservedSeat
 from fleet.report.models import abandoned_partials, parse_age, progress_line, within_root
 from tests.unit.render.test_compose import example
@@ -66,7 +66,7 @@ def test_a_partial_a_running_seat_loads_is_not_abandoned() -> None:
     host = desired.hosts["tower"]
     root = host.models_root.rstrip("/")
     held, old = f"{root}/.held.partial", f"{root}/.old.partial"
-    container = ContainerFact(id="c", name="hand", state="running", image="i")
+    container = Instance(id="c", name="hand", state="running", image="i")
     seat = ObservedSeat(name="hand", managed=False, container=container, model=held + "/")
     observed = ObservedHost(name="tower", seats=(seat,), partials={held: 1, old: 2})
     assert [row.path for row in abandoned_partials(desired, observed)] == [old]
