@@ -30,6 +30,10 @@ class Report:
     failed: bool = False
     skipped: bool = False
 
+    @property
+    def keywords(self) -> dict[str, int]:
+        return {"lab": 1} if self.nodeid.startswith("lab_") else {}
+
 
 def items(*specs: tuple[str, bool]) -> list[pytest.Item]:
     return cast(list[pytest.Item], [Item(f"{path}::test", lab) for path, lab in specs])
@@ -55,8 +59,13 @@ def test_orders_lab_modules_longest_first_then_other_lab_modules_then_the_rest()
         ({}, [Report("lab_b.py::test", failed=True)], {}),
         ({}, [Report("lab_b.py::test", when="setup", skipped=True)], {}),
         ({}, [Report("unit_a.py::test")], {}),
+        (
+            {},
+            [Report("lab_b.py::test", when=w, duration=1.0) for w in ("setup", "call")],
+            {"lab_b.py": 2},
+        ),
     ],
-    ids=["new", "moved-a-little", "moved-a-lot", "failed", "skipped", "not-lab"],
+    ids=["new", "moved-a-little", "moved-a-lot", "failed", "skipped", "not-lab", "phases-add-up"],
 )
 def test_records_what_ran_in_full_and_rewrites_what_moved(
     tmp_path: Path, recorded: dict[str, float], reports: list[Report], written: dict[str, float]
@@ -64,7 +73,7 @@ def test_records_what_ran_in_full_and_rewrites_what_moved(
     path = tmp_path / "durations.json"
     if recorded:
         path.write_text(json.dumps(recorded))
-    recorder = schedule.Recorder(items(("lab_b.py", True), ("unit_a.py", False)))
+    recorder = schedule.Recorder()
     for report in reports:
         recorder.add(cast(Any, report))
     recorder.write(path)
