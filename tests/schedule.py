@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 
 DURATIONS = Path(__file__).resolve().parent / "durations.json"
+LAB = ("fleet-lab-module", True)
 MOVED = 0.25  # a module's time is rewritten when it moved by more than this fraction
 
 
@@ -40,7 +41,12 @@ def module_of(nodeid: str) -> str:
 
 def order(items: list[pytest.Item], seconds: dict[str, float]) -> None:
     """Sort `items` in place: lab modules by recorded seconds (longest first), the other
-    lab modules, then the rest, each group in collection order."""
+    lab modules, then the rest, each group in collection order. A lab test's reports carry
+    the property `LAB` (xdist hands them to its controller; a keyword would not do: the
+    unit tests of the lab's own code sit under tests/unit/lab)."""
+    for item in items:
+        if item.get_closest_marker("lab") is not None:
+            item.user_properties.append(LAB)
 
     def rank(item: pytest.Item) -> tuple[int, float]:
         if item.get_closest_marker("lab") is None:
@@ -69,7 +75,7 @@ class Recorder:
         return whole and not hasattr(config, "workerinput")
 
     def add(self, report: pytest.TestReport) -> None:
-        if "lab" not in report.keywords:
+        if LAB not in report.user_properties:
             return
         module = module_of(report.nodeid)
         self.seconds[module] += report.duration

@@ -4,7 +4,7 @@ first; a run records the modules it ran in full and rewrites only what moved."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,6 +17,7 @@ from tests import schedule
 class Item:
     nodeid: str
     lab: bool = True
+    user_properties: list[tuple[str, object]] = field(default_factory=list)
 
     def get_closest_marker(self, name: str) -> object | None:
         return object() if self.lab and name == "lab" else None
@@ -31,8 +32,8 @@ class Report:
     skipped: bool = False
 
     @property
-    def keywords(self) -> dict[str, int]:
-        return {"lab": 1} if self.nodeid.startswith("lab_") else {}
+    def user_properties(self) -> list[tuple[str, object]]:
+        return [schedule.LAB] if self.nodeid.startswith("lab_") else []
 
 
 def items(*specs: tuple[str, bool]) -> list[pytest.Item]:
