@@ -32,16 +32,20 @@ def corpus() -> Path:
 
 # The longest lab modules go to the xdist workers first (tests/schedule.py): their times
 # are recorded by the runs themselves into tests/durations.json, never kept by hand. Only
-# the process that sees every report records (under xdist, the controller).
+# the process that sees every report records (under xdist, the controller, which
+# collects nothing itself).
 RECORDERS: list[schedule.Recorder] = []
 
 
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+def pytest_configure(config: pytest.Config) -> None:
+    if schedule.Recorder.wanted(config):
+        RECORDERS.append(schedule.Recorder())
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The longest lab modules first, then every other lab test, then the rest (each in
     collection order); scripts/test.sh keeps this order (--no-loadscope-reorder)."""
     schedule.order(items, schedule.recorded())
-    if not hasattr(config, "workerinput"):
-        RECORDERS.append(schedule.Recorder(items))
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

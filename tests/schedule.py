@@ -7,10 +7,11 @@ how long each took when last run (`tests/durations.json`: seconds of setup, call
 teardown of all its tests), longest first, then every other lab module in collection
 order, then the rest.
 
-Nobody edits the file by hand: each run that is not an xdist worker adds up the
-durations of the lab modules it ran in full, every test passed, and writes the file when
-a module is new or moved by more than a quarter (so a run on a busy machine does not
-rewrite it for a few seconds). Commit it with the change that made a module longer.
+Nobody edits the file by hand: a run of whole modules (the xdist controller, or a
+single process; not `-k` or `file::test`) adds up the durations of each lab module whose
+every test passed, and writes the file when a module is new or moved by more than a
+quarter (so a run on a busy machine does not rewrite it for a few seconds). Commit it
+with the change that made a module longer or shorter.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from pathlib import Path
 import pytest
 
 DURATIONS = Path(__file__).resolve().parent / "durations.json"
+LAB = ("fleet-lab-module", True)
 MOVED = 0.25  # a module's time is rewritten when it moved by more than this fraction
 
 
@@ -39,7 +41,12 @@ def module_of(nodeid: str) -> str:
 
 def order(items: list[pytest.Item], seconds: dict[str, float]) -> None:
     """Sort `items` in place: lab modules by recorded seconds (longest first), the other
-    lab modules, then the rest, each group in collection order."""
+    lab modules, then the rest, each group in collection order. A lab test's reports carry
+    the property `LAB` (xdist hands them to its controller; a keyword would not do: the
+    unit tests of the lab's own code sit under tests/unit/lab)."""
+    for item in items:
+        if item.get_closest_marker("lab") is not None:
+            item.user_properties.append(LAB)
 
     def rank(item: pytest.Item) -> tuple[int, float]:
         if item.get_closest_marker("lab") is None:
@@ -51,34 +58,33 @@ def order(items: list[pytest.Item], seconds: dict[str, float]) -> None:
 
 
 class Recorder:
-    """Adds up each lab module's test time over a session; writes the file at its end."""
+    """Adds up each lab module's test time over a session; writes the file at its end.
 
-    def __init__(self, items: list[pytest.Item]) -> None:
-        self.expected: dict[str, int] = defaultdict(int)
-        for item in items:
-            if item.get_closest_marker("lab") is not None:
-                self.expected[module_of(item.nodeid)] += 1
+    It reads the test reports alone (the xdist controller collects no items: its workers
+    do), and is made only for a run of whole modules (no `-k`, no `file::test`)."""
+
+    def __init__(self) -> None:
         self.seconds: dict[str, float] = defaultdict(float)
-        self.passed: dict[str, int] = defaultdict(int)
         self.failed: set[str] = set()
 
+    @staticmethod
+    def wanted(config: pytest.Config) -> bool:
+        """Whether this process should record: it sees every report (not an xdist worker)
+        and the run takes whole modules."""
+        whole = not config.option.keyword and not any("::" in a for a in config.args)
+        return whole and not hasattr(config, "workerinput")
+
     def add(self, report: pytest.TestReport) -> None:
-        module = module_of(report.nodeid)
-        if module not in self.expected:
+        if LAB not in report.user_properties:
             return
+        module = module_of(report.nodeid)
         self.seconds[module] += report.duration
         if report.failed or report.skipped:
             self.failed.add(module)
-        elif report.when == "call":
-            self.passed[module] += 1
 
     def finished(self) -> dict[str, float]:
         """Seconds of each lab module whose every test ran and passed."""
-        return {
-            m: round(self.seconds[m])
-            for m, count in self.expected.items()
-            if self.passed[m] == count and m not in self.failed
-        }
+        return {m: round(s) for m, s in self.seconds.items() if m not in self.failed}
 
     def write(self, path: Path = DURATIONS) -> None:
         old = recorded(path)

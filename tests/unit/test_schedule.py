@@ -4,7 +4,7 @@ first; a run records the modules it ran in full and rewrites only what moved."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -17,6 +17,7 @@ from tests import schedule
 class Item:
     nodeid: str
     lab: bool = True
+    user_properties: list[tuple[str, object]] = field(default_factory=list)
 
     def get_closest_marker(self, name: str) -> object | None:
         return object() if self.lab and name == "lab" else None
@@ -29,6 +30,10 @@ class Report:
     duration: float = 10.0
     failed: bool = False
     skipped: bool = False
+
+    @property
+    def user_properties(self) -> list[tuple[str, object]]:
+        return [schedule.LAB] if self.nodeid.startswith("lab_") else []
 
 
 def items(*specs: tuple[str, bool]) -> list[pytest.Item]:
@@ -55,8 +60,13 @@ def test_orders_lab_modules_longest_first_then_other_lab_modules_then_the_rest()
         ({}, [Report("lab_b.py::test", failed=True)], {}),
         ({}, [Report("lab_b.py::test", when="setup", skipped=True)], {}),
         ({}, [Report("unit_a.py::test")], {}),
+        (
+            {},
+            [Report("lab_b.py::test", when=w, duration=1.0) for w in ("setup", "call")],
+            {"lab_b.py": 2},
+        ),
     ],
-    ids=["new", "moved-a-little", "moved-a-lot", "failed", "skipped", "not-lab"],
+    ids=["new", "moved-a-little", "moved-a-lot", "failed", "skipped", "not-lab", "phases-add-up"],
 )
 def test_records_what_ran_in_full_and_rewrites_what_moved(
     tmp_path: Path, recorded: dict[str, float], reports: list[Report], written: dict[str, float]
@@ -64,7 +74,7 @@ def test_records_what_ran_in_full_and_rewrites_what_moved(
     path = tmp_path / "durations.json"
     if recorded:
         path.write_text(json.dumps(recorded))
-    recorder = schedule.Recorder(items(("lab_b.py", True), ("unit_a.py", False)))
+    recorder = schedule.Recorder()
     for report in reports:
         recorder.add(cast(Any, report))
     recorder.write(path)
