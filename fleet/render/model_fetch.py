@@ -136,8 +136,13 @@ def mismatches(
     digests: Mapping[str, str] | None = None,
     landed_digests: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """What differs between what should have landed and what did (empty: it matches)."""
+    """What differs between what should have landed and what did (empty: it matches):
+    a file missing, of another size or digest, or one the source does not have (left in
+    the temporary path by someone else, or added to the source after its listing)."""
     found = [f"{name or 'the file'}: missing" for name in sorted(set(expected) - set(landed))]
+    found += [
+        f"{name or 'the file'}: not in the source" for name in sorted(set(landed) - set(expected))
+    ]
     for name in sorted(set(expected) & set(landed)):
         size = expected[name]
         if size is not None and landed[name] != size:

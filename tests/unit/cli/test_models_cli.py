@@ -363,3 +363,12 @@ def test_prune_never_offers_a_partial_a_seat_uses_or_not_named_as_one(fake: Fake
     assert pruned.returncode == 0, pruned.stdout + pruned.stderr
     assert [p for kind, p in tower.journal if kind == "removed"] == ["/models/.old.partial"]
     assert PATH in tower.models
+
+
+def test_a_file_planted_in_the_temporary_path_fails_the_fetch(fake: FakeFleet) -> None:
+    tower = fake.hosts["tower"]
+    tower.partial["/models/.TinyLlama-1.1B-Chat-FP8.partial"] = {"modeling_evil.py": 10}
+    result = fake.fleet("apply", "--auto-approve", "--timeout", "120")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "modeling_evil.py: not in the source" in result.stdout + result.stderr
+    assert PATH not in tower.models

@@ -77,6 +77,7 @@ MISMATCHES = [
     ("short-file", {"a": 10}, {"a": 4}, {}, {}, ["a: 4 bytes, expected 10"]),
     ("size-unknown", {"a": None}, {"a": 4}, {}, {}, []),
     ("nothing", {}, {}, {}, {}, ["nothing landed"]),
+    ("extra-file", {"a": 1}, {"a": 1, "evil.py": 9}, {}, {}, ["evil.py: not in the source"]),
     (
         "digest",
         {"": 4},
