@@ -75,6 +75,26 @@ def source_listing(
     return shlex.join([*words, remote])
 
 
+# The hub's own file list of a repository at a revision (`path\tsize` lines), read with
+# the huggingface_hub that `hf` runs on: the Python of hf's own script.
+_HUB_FILES = (
+    "import sys\n"
+    "from huggingface_hub import HfApi\n"
+    "info = HfApi().model_info(sys.argv[1], revision=sys.argv[2] or None, files_metadata=True)\n"
+    "for f in info.siblings or []:\n"
+    "    print(f'{f.rfilename}\\t{f.size if f.size is not None else -1}')\n"
+)
+
+
+def hub_listing(origin: ModelOrigin) -> str:
+    """The command listing an hf:// source's files as the hub has them, run on the
+    destination host (a token, when the origin has one, read from stdin first)."""
+    token = "IFS= read -r HF_TOKEN && export HF_TOKEN && " if origin.token else ""
+    python = '"$(sed -n \'1s/^#! *//p\' "$(command -v hf)")"'
+    words = shlex.join(["-c", _HUB_FILES, origin.location, origin.pinned_revision or ""])
+    return f"hub_python={python}; {token}timeout {LISTING_TIMEOUT} $hub_python {words}"
+
+
 def copy_command(origin: ModelOrigin, stores: Mapping[str, ModelStore], path: str) -> str:
     """The copy into the temporary path; run again, it resumes (rsync --partial, or hf's
     own resume in its local dir)."""

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -140,3 +143,39 @@ def test_a_listing_during_plan_writes_no_known_hosts_entry(accept_new: bool, che
 def test_a_store_login_that_ssh_would_read_as_an_option_is_refused(field: str, value: str) -> None:
     with pytest.raises(ValidationError, match="should match pattern"):
         ModelStore(**{"address": "10.0.0.9", field: value})
+
+
+HUB_STUB = """
+class _File:
+    def __init__(self, name, size):
+        self.rfilename, self.size = name, size
+
+
+class _Info:
+    siblings = [_File("config.json", 663), _File("model.safetensors", None)]
+
+
+class HfApi:
+    def model_info(self, repo, revision=None, files_metadata=False):
+        assert files_metadata
+        print(f"asked\\t{repo}@{revision}")
+        return _Info()
+"""
+
+
+def test_the_hub_listing_runs_hfs_python_and_prints_the_repos_files(tmp_path: Path) -> None:
+    (tmp_path / "huggingface_hub.py").write_text(HUB_STUB)
+    hf = tmp_path / "hf"
+    hf.write_text(f"#!{sys.executable}\n")
+    hf.chmod(0o755)
+    origin = ModelOrigin(source=f"hf://Org/My-Model@{COMMIT}")
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        ["sh", "-c", model_fetch.hub_listing(origin)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"asked\tOrg/My-Model@{COMMIT}",
+        "config.json\t663",
+        "model.safetensors\t-1",
+    ]
