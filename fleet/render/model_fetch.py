@@ -100,18 +100,29 @@ def copy_command(origin: ModelOrigin, stores: Mapping[str, ModelStore], path: st
     own resume in its local dir)."""
     tmp = temporary_path(path)
     parent = shlex.quote(tmp.rpartition("/")[0] or "/")
+    start = f"mkdir -p {parent} && {_own_temporary(tmp)}"
     if origin.kind == "hf":
         words = ["hf", "download", origin.location, "--local-dir", tmp]
         if (revision := origin.pinned_revision) is not None:
             words[3:3] = ["--revision", revision]
         token = "IFS= read -r HF_TOKEN && export HF_TOKEN && " if origin.token else ""
-        return f"mkdir -p {parent} && {token}{shlex.join(words)}"
+        return f"{start} && {token}{shlex.join(words)}"
     store = stores[origin.store or ""]
     single = is_file_model(path)
     source = f"{store.user}@{store.address}:{origin.location.rstrip('/')}{'' if single else '/'}"
     target = tmp if single else tmp + "/"
     rsync = ["rsync", "-a", "--partial", "-e", shlex.join(_ssh(store)), source, target]
-    return f"mkdir -p {parent} && {shlex.join(rsync)}"
+    return f"{start} && {shlex.join(rsync)}"
+
+
+def _own_temporary(tmp: str) -> str:
+    """Shell refusing a temporary path that someone else made (a symlink to elsewhere, or
+    not owned by the fetching user): its name is predictable, so it is checked before a
+    copy writes through it."""
+    t = shlex.quote(tmp)
+    refusal = shlex.quote(f"{tmp} is a symlink or not owned by this user: refused")
+    mine = f"[ ! -L {t} ] && {{ [ ! -e {t} ] || [ -O {t} ]; }}"
+    return f"{{ {mine} || {{ echo {refusal} >&2; exit 1; }}; }}"
 
 
 def landed_listing(path: str) -> str:

@@ -20,33 +20,43 @@ SSH = (
     "-o UserKnownHostsFile=/etc/k -o StrictHostKeyChecking=yes"
 )
 
+
+def own(tmp: str) -> str:
+    """The check that the temporary path is not someone else's (a symlink, another owner)."""
+    refusal = f"'{tmp} is a symlink or not owned by this user: refused'"
+    mine = f"[ ! -L {tmp} ] && {{ [ ! -e {tmp} ] || [ -O {tmp} ]; }}"
+    return f"{{ {mine} || {{ echo {refusal} >&2; exit 1; }}; }}"
+
+
 COPIES = [
     (
         "store-directory",
         ModelOrigin(source="store:nas:/srv/models/Qwen3-32B", revision="r1"),
         "/models/Qwen3-32B",
-        f"mkdir -p /models && rsync -a --partial -e '{SSH}' "
-        "models@10.0.0.9:/srv/models/Qwen3-32B/ /models/.Qwen3-32B.partial/",
+        f"mkdir -p /models && {own('/models/.Qwen3-32B.partial')} && rsync -a --partial "
+        f"-e '{SSH}' models@10.0.0.9:/srv/models/Qwen3-32B/ /models/.Qwen3-32B.partial/",
     ),
     (
         "store-gguf-file",
         ModelOrigin(source="store:nas:/srv/q.gguf", sha256="ab" * 32),
         "/models/q.gguf",
-        f"mkdir -p /models && rsync -a --partial -e '{SSH}' "
-        "models@10.0.0.9:/srv/q.gguf /models/.q.gguf.partial",
+        f"mkdir -p /models && {own('/models/.q.gguf.partial')} && rsync -a --partial "
+        f"-e '{SSH}' models@10.0.0.9:/srv/q.gguf /models/.q.gguf.partial",
     ),
     (
         "hub-with-token",
         ModelOrigin(source=f"hf://Qwen/Qwen3-8B@{COMMIT}", token="${HF_TOKEN}"),
         "/models/Qwen3-8B",
-        "mkdir -p /models && IFS= read -r HF_TOKEN && export HF_TOKEN && hf download "
+        f"mkdir -p /models && {own('/models/.Qwen3-8B.partial')} && "
+        "IFS= read -r HF_TOKEN && export HF_TOKEN && hf download "
         f"Qwen/Qwen3-8B --revision {COMMIT} --local-dir /models/.Qwen3-8B.partial",
     ),
     (
         "hub-public-unpinned",
         ModelOrigin(source="hf://Qwen/Qwen3-8B"),
         "/srv/m/Qwen3-8B",
-        "mkdir -p /srv/m && hf download Qwen/Qwen3-8B --local-dir /srv/m/.Qwen3-8B.partial",
+        f"mkdir -p /srv/m && {own('/srv/m/.Qwen3-8B.partial')} && "
+        "hf download Qwen/Qwen3-8B --local-dir /srv/m/.Qwen3-8B.partial",
     ),
 ]
 
@@ -179,3 +189,31 @@ def test_the_hub_listing_runs_hfs_python_and_prints_the_repos_files(tmp_path: Pa
         "config.json\t663",
         "model.safetensors\t-1",
     ]
+
+
+@pytest.mark.parametrize(
+    ("made", "copied"), [("nothing", True), ("own-dir", True), ("symlink", False)]
+)
+def test_a_copy_never_writes_through_a_temporary_path_someone_else_made(
+    tmp_path: Path, made: str, copied: bool
+) -> None:
+    root, elsewhere = tmp_path / "models", tmp_path / "etc"
+    root.mkdir()
+    elsewhere.mkdir()
+    tmp = root / ".Qwen3-8B.partial"
+    if made == "own-dir":
+        tmp.mkdir()
+    if made == "symlink":
+        tmp.symlink_to(elsewhere)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hf").write_text('#!/bin/sh\nmkdir -p "$4" && touch "$4/ran"\n')
+    (bin_dir / "hf").chmod(0o755)
+    command = model_fetch.copy_command(
+        ModelOrigin(source="hf://Qwen/Qwen3-8B"), {}, f"{root}/Qwen3-8B"
+    )
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=env)
+    assert (done.returncode == 0) is copied, done.stderr
+    assert not (elsewhere / "ran").exists()
+    assert (tmp / "ran").exists() is copied
