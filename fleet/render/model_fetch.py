@@ -75,23 +75,54 @@ def source_listing(
     return shlex.join([*words, remote])
 
 
+# The hub's own file list of a repository at a revision (`path\tsize` lines), read with
+# the huggingface_hub that `hf` runs on: the Python of hf's own script.
+_HUB_FILES = (
+    "import sys\n"
+    "from huggingface_hub import HfApi\n"
+    "info = HfApi().model_info(sys.argv[1], revision=sys.argv[2] or None, files_metadata=True)\n"
+    "for f in info.siblings or []:\n"
+    "    print(f'{f.rfilename}\\t{f.size if f.size is not None else -1}')\n"
+)
+
+
+def hub_listing(origin: ModelOrigin) -> str:
+    """The command listing an hf:// source's files as the hub has them, run on the
+    destination host (a token, when the origin has one, read from stdin first)."""
+    token = "IFS= read -r HF_TOKEN && export HF_TOKEN && " if origin.token else ""
+    python = '"$(sed -n \'1s/^#! *//p\' "$(command -v hf)")"'
+    words = shlex.join(["-c", _HUB_FILES, origin.location, origin.pinned_revision or ""])
+    return f"hub_python={python}; {token}timeout {LISTING_TIMEOUT} $hub_python {words}"
+
+
 def copy_command(origin: ModelOrigin, stores: Mapping[str, ModelStore], path: str) -> str:
     """The copy into the temporary path; run again, it resumes (rsync --partial, or hf's
     own resume in its local dir)."""
     tmp = temporary_path(path)
     parent = shlex.quote(tmp.rpartition("/")[0] or "/")
+    start = f"mkdir -p {parent} && {_own_temporary(tmp)}"
     if origin.kind == "hf":
         words = ["hf", "download", origin.location, "--local-dir", tmp]
         if (revision := origin.pinned_revision) is not None:
             words[3:3] = ["--revision", revision]
         token = "IFS= read -r HF_TOKEN && export HF_TOKEN && " if origin.token else ""
-        return f"mkdir -p {parent} && {token}{shlex.join(words)}"
+        return f"{start} && {token}{shlex.join(words)}"
     store = stores[origin.store or ""]
     single = is_file_model(path)
     source = f"{store.user}@{store.address}:{origin.location.rstrip('/')}{'' if single else '/'}"
     target = tmp if single else tmp + "/"
     rsync = ["rsync", "-a", "--partial", "-e", shlex.join(_ssh(store)), source, target]
-    return f"mkdir -p {parent} && {shlex.join(rsync)}"
+    return f"{start} && {shlex.join(rsync)}"
+
+
+def _own_temporary(tmp: str) -> str:
+    """Shell refusing a temporary path that someone else made (a symlink to elsewhere, or
+    not owned by the fetching user): its name is predictable, so it is checked before a
+    copy writes through it."""
+    t = shlex.quote(tmp)
+    refusal = shlex.quote(f"{tmp} is a symlink or not owned by this user: refused")
+    mine = f"[ ! -L {t} ] && {{ [ ! -e {t} ] || [ -O {t} ]; }}"
+    return f"{{ {mine} || {{ echo {refusal} >&2; exit 1; }}; }}"
 
 
 def landed_listing(path: str) -> str:
@@ -136,8 +167,13 @@ def mismatches(
     digests: Mapping[str, str] | None = None,
     landed_digests: Mapping[str, str] | None = None,
 ) -> list[str]:
-    """What differs between what should have landed and what did (empty: it matches)."""
+    """What differs between what should have landed and what did (empty: it matches):
+    a file missing, of another size or digest, or one the source does not have (left in
+    the temporary path by someone else, or added to the source after its listing)."""
     found = [f"{name or 'the file'}: missing" for name in sorted(set(expected) - set(landed))]
+    found += [
+        f"{name or 'the file'}: not in the source" for name in sorted(set(landed) - set(expected))
+    ]
     for name in sorted(set(expected) & set(landed)):
         size = expected[name]
         if size is not None and landed[name] != size:

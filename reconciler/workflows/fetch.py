@@ -132,18 +132,26 @@ def fetch_model(
 def _expected(
     conn: HostSession, host: str, origin: ModelOrigin, stores: dict[str, ModelStore]
 ) -> dict[str, int | None]:
-    """The files the copy must bring: the store's listing now, or the manifest's."""
+    """The files the copy must bring: the manifest's, else the source's own listing now
+    (the store's, or the hub's file list of the repository at its revision)."""
     manifest: dict[str, int | None] = {k: v.size for k, v in (origin.manifest or {}).items()}
-    if origin.kind == "hf":
+    if origin.kind == "hf" and manifest:
         return manifest
-    listed = conn.run(render.source_listing(origin, stores, accept_new=True))
+    if origin.kind == "hf":
+        stdin = _token(origin.token) + "\n" if origin.token else None
+        listed = conn.run(render.hub_listing(origin), stdin=stdin)
+    else:
+        listed = conn.run(render.source_listing(origin, stores, accept_new=True))
     if listed.exit_status != 0:
         reason = (listed.stderr or listed.stdout).strip().splitlines()
         raise ApplyError(
             f"source {origin.source} is unreachable from {host}: "
             f"{reason[-1] if reason else f'exit {listed.exit_status}'}"
         )
-    return {**{k: f.size for k, f in parse_file_list(listed.stdout).items()}, **manifest}
+    listing = {
+        k: f.size if f.size >= 0 else None for k, f in parse_file_list(listed.stdout).items()
+    }
+    return {**listing, **manifest}
 
 
 def _copy(

@@ -112,6 +112,18 @@ def _store(host: FakeHost, words: list[str]) -> FakeStore | CommandResult:
     return store
 
 
+def hub_files(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
+    """The hub's file list of a repository (`render.hub_listing`), as hf's Python prints it."""
+    if not host.has_hf:
+        return CommandResult(127, "", "sed: can't read : No such file or directory")
+    repo = shlex.split(command.split(" $hub_python ", 1)[1])[2]
+    host.tokens.append(stdin or "")
+    files = host.hub.get(repo)
+    if files is None:
+        return CommandResult(1, "", f"huggingface_hub.errors.RepositoryNotFoundError: {repo}")
+    return CommandResult(0, "".join(f"{name}\t{size}\n" for name, size in files.items()), "")
+
+
 def copy(host: FakeHost, inner: str, stdin: str | None) -> CommandResult:
     """`mkdir -p DIR && rsync ... SRC TMP` or `mkdir -p DIR && [token &&] hf download ...`."""
     words = shlex.split(inner.split(" && ")[-1])
@@ -138,7 +150,17 @@ def copy(host: FakeHost, inner: str, stdin: str | None) -> CommandResult:
     return OK
 
 
-PREFIXES = ("timeout ", "set -- ", "cd ", "sha256sum ", "mv -T ", "du -sb ", "rm -rf -- ", "ssh ")
+PREFIXES = (
+    "hub_python=",
+    "timeout ",
+    "set -- ",
+    "cd ",
+    "sha256sum ",
+    "mv -T ",
+    "du -sb ",
+    "rm -rf -- ",
+    "ssh ",
+)
 
 
 def handles(host: FakeHost, command: str) -> bool:
@@ -153,6 +175,8 @@ def handles(host: FakeHost, command: str) -> bool:
 
 def run(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
     """One of the model commands (those `handles` says are)."""
+    if command.startswith("hub_python="):
+        return hub_files(host, command, stdin)
     words = shlex.split(command.split(" 2>/dev/null")[0].split("; find")[0])
     if words[0] == "timeout" and words[2] == "sh":
         return copy(host, words[4], stdin)

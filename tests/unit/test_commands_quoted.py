@@ -20,13 +20,22 @@ from fleet.names import SEAT_LABEL
 from fleet.observed.assemble import observed_seat
 from fleet.render import model_fetch
 from fleet.spec.host_settings import SystemdHostSettings
+from fleet.spec.model_origin import ModelOrigin
 from reconciler.runtimes import compose as compose_runtime
 from reconciler.runtimes import systemd as systemd_runtime
 from tests.fakes.host import FakeHost
 from tests.unit.render.test_compose import example
 
 ROOT = Path(__file__).resolve().parents[2]
-QUOTING = {"quote", "join", "systemctl", "compose", "restart_command", "_with_port"}
+QUOTING = {  # calls that quote what they are given (each is in the table below, or quote())
+    "quote",
+    "join",
+    "systemctl",
+    "compose",
+    "restart_command",
+    "_with_port",
+    "_own_temporary",
+}
 SAFE_TYPES = {"int", "float"}
 HOSTILE = "x;touch${IFS}pwned;#$(id)`id` 'q\"\n"  # a name: no slash
 
@@ -149,6 +158,11 @@ BUILDERS = [
     ("digest", lambda v: model_fetch.digest_command("/models/m", [v]), None),
     ("installed-digest", lambda v: model_fetch.installed_digest_command(f"/models/{v}", [v]), None),
     ("landed", lambda v: model_fetch.landed_listing(f"/models/{v}"), None),
+    (
+        "copy",
+        lambda v: model_fetch.copy_command(ModelOrigin(source="hf://a/b"), {}, f"/models/{v}"),
+        None,
+    ),
 ]
 
 

@@ -12,6 +12,7 @@ observe, plan and the renderer's edits and check share one parse of the same con
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 from io import StringIO
 from typing import Any
@@ -27,10 +28,12 @@ def load_tree(text: str) -> Any:
     """Round-trip YAML tree of a config; GatewayError on bad YAML or a non-mapping."""
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from ruamel.yaml.error import MarkedYAMLError, ReusedAnchorWarning, YAMLError
 
     try:
-        tree = YAML(typ="rt").load(StringIO(text))
+        with warnings.catch_warnings():  # an anchor named twice: YAML allows it, ruamel warns
+            warnings.simplefilter("ignore", ReusedAnchorWarning)
+            tree = YAML(typ="rt").load(StringIO(text))
     except MarkedYAMLError as err:
         mark = err.problem_mark or err.context_mark
         where = f" at line {mark.line + 1}" if mark else ""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import io
 import json
+import shlex
 from pathlib import Path
 
 import pytest
@@ -363,3 +364,37 @@ def test_prune_never_offers_a_partial_a_seat_uses_or_not_named_as_one(fake: Fake
     assert pruned.returncode == 0, pruned.stdout + pruned.stderr
     assert [p for kind, p in tower.journal if kind == "removed"] == ["/models/.old.partial"]
     assert PATH in tower.models
+
+
+def test_a_file_planted_in_the_temporary_path_fails_the_fetch(fake: FakeFleet) -> None:
+    tower = fake.hosts["tower"]
+    tower.partial["/models/.TinyLlama-1.1B-Chat-FP8.partial"] = {"modeling_evil.py": 10}
+    result = fake.fleet("apply", "--auto-approve", "--timeout", "120")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "modeling_evil.py: not in the source" in result.stdout + result.stderr
+    assert PATH not in tower.models
+
+
+@pytest.mark.parametrize("planted", [False, True], ids=["as-listed", "planted-file"])
+def test_hf_without_a_manifest_is_checked_against_the_hubs_file_list(
+    fake: FakeFleet, planted: bool
+) -> None:
+    fake.edit(
+        "seats/coder.yaml",
+        f"  source: store:nas:{SOURCE}\n  revision: r2026-11",
+        f"  source: hf://TinyLlama/T@{COMMIT}",
+    )
+    tower = fake.hosts["tower"]
+    tower.hub["TinyLlama/T"] = {"config.json": 663, "model.safetensors": 4096}
+    if planted:
+        tower.partial["/models/.TinyLlama-1.1B-Chat-FP8.partial"] = {"modeling_evil.py": 10}
+    result = fake.fleet("apply", "--auto-approve", "--timeout", "120")
+    listing = next(c for _, c in tower.journal if c.startswith("hub_python="))
+    assert shlex.split(listing.split(" $hub_python ", 1)[1])[2:] == ["TinyLlama/T", COMMIT]
+    if planted:
+        assert result.returncode == 1
+        assert "modeling_evil.py: not in the source" in result.stderr
+        assert PATH not in tower.models
+    else:
+        assert result.returncode == 0, result.stdout + result.stderr
+        assert tower.models[PATH] == {"config.json": 663, "model.safetensors": 4096}

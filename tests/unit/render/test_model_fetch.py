@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import shlex
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -17,33 +20,43 @@ SSH = (
     "-o UserKnownHostsFile=/etc/k -o StrictHostKeyChecking=yes"
 )
 
+
+def own(tmp: str) -> str:
+    """The check that the temporary path is not someone else's (a symlink, another owner)."""
+    refusal = f"'{tmp} is a symlink or not owned by this user: refused'"
+    mine = f"[ ! -L {tmp} ] && {{ [ ! -e {tmp} ] || [ -O {tmp} ]; }}"
+    return f"{{ {mine} || {{ echo {refusal} >&2; exit 1; }}; }}"
+
+
 COPIES = [
     (
         "store-directory",
         ModelOrigin(source="store:nas:/srv/models/Qwen3-32B", revision="r1"),
         "/models/Qwen3-32B",
-        f"mkdir -p /models && rsync -a --partial -e '{SSH}' "
-        "models@10.0.0.9:/srv/models/Qwen3-32B/ /models/.Qwen3-32B.partial/",
+        f"mkdir -p /models && {own('/models/.Qwen3-32B.partial')} && rsync -a --partial "
+        f"-e '{SSH}' models@10.0.0.9:/srv/models/Qwen3-32B/ /models/.Qwen3-32B.partial/",
     ),
     (
         "store-gguf-file",
         ModelOrigin(source="store:nas:/srv/q.gguf", sha256="ab" * 32),
         "/models/q.gguf",
-        f"mkdir -p /models && rsync -a --partial -e '{SSH}' "
-        "models@10.0.0.9:/srv/q.gguf /models/.q.gguf.partial",
+        f"mkdir -p /models && {own('/models/.q.gguf.partial')} && rsync -a --partial "
+        f"-e '{SSH}' models@10.0.0.9:/srv/q.gguf /models/.q.gguf.partial",
     ),
     (
         "hub-with-token",
         ModelOrigin(source=f"hf://Qwen/Qwen3-8B@{COMMIT}", token="${HF_TOKEN}"),
         "/models/Qwen3-8B",
-        "mkdir -p /models && IFS= read -r HF_TOKEN && export HF_TOKEN && hf download "
+        f"mkdir -p /models && {own('/models/.Qwen3-8B.partial')} && "
+        "IFS= read -r HF_TOKEN && export HF_TOKEN && hf download "
         f"Qwen/Qwen3-8B --revision {COMMIT} --local-dir /models/.Qwen3-8B.partial",
     ),
     (
         "hub-public-unpinned",
         ModelOrigin(source="hf://Qwen/Qwen3-8B"),
         "/srv/m/Qwen3-8B",
-        "mkdir -p /srv/m && hf download Qwen/Qwen3-8B --local-dir /srv/m/.Qwen3-8B.partial",
+        f"mkdir -p /srv/m && {own('/srv/m/.Qwen3-8B.partial')} && "
+        "hf download Qwen/Qwen3-8B --local-dir /srv/m/.Qwen3-8B.partial",
     ),
 ]
 
@@ -77,6 +90,7 @@ MISMATCHES = [
     ("short-file", {"a": 10}, {"a": 4}, {}, {}, ["a: 4 bytes, expected 10"]),
     ("size-unknown", {"a": None}, {"a": 4}, {}, {}, []),
     ("nothing", {}, {}, {}, {}, ["nothing landed"]),
+    ("extra-file", {"a": 1}, {"a": 1, "evil.py": 9}, {}, {}, ["evil.py: not in the source"]),
     (
         "digest",
         {"": 4},
@@ -139,3 +153,67 @@ def test_a_listing_during_plan_writes_no_known_hosts_entry(accept_new: bool, che
 def test_a_store_login_that_ssh_would_read_as_an_option_is_refused(field: str, value: str) -> None:
     with pytest.raises(ValidationError, match="should match pattern"):
         ModelStore(**{"address": "10.0.0.9", field: value})
+
+
+HUB_STUB = """
+class _File:
+    def __init__(self, name, size):
+        self.rfilename, self.size = name, size
+
+
+class _Info:
+    siblings = [_File("config.json", 663), _File("model.safetensors", None)]
+
+
+class HfApi:
+    def model_info(self, repo, revision=None, files_metadata=False):
+        assert files_metadata
+        print(f"asked\\t{repo}@{revision}")
+        return _Info()
+"""
+
+
+def test_the_hub_listing_runs_hfs_python_and_prints_the_repos_files(tmp_path: Path) -> None:
+    (tmp_path / "huggingface_hub.py").write_text(HUB_STUB)
+    hf = tmp_path / "hf"
+    hf.write_text(f"#!{sys.executable}\n")
+    hf.chmod(0o755)
+    origin = ModelOrigin(source=f"hf://Org/My-Model@{COMMIT}")
+    env = {"PATH": f"{tmp_path}:/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        ["sh", "-c", model_fetch.hub_listing(origin)], capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        f"asked\tOrg/My-Model@{COMMIT}",
+        "config.json\t663",
+        "model.safetensors\t-1",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("made", "copied"), [("nothing", True), ("own-dir", True), ("symlink", False)]
+)
+def test_a_copy_never_writes_through_a_temporary_path_someone_else_made(
+    tmp_path: Path, made: str, copied: bool
+) -> None:
+    root, elsewhere = tmp_path / "models", tmp_path / "etc"
+    root.mkdir()
+    elsewhere.mkdir()
+    tmp = root / ".Qwen3-8B.partial"
+    if made == "own-dir":
+        tmp.mkdir()
+    if made == "symlink":
+        tmp.symlink_to(elsewhere)
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "hf").write_text('#!/bin/sh\nmkdir -p "$4" && touch "$4/ran"\n')
+    (bin_dir / "hf").chmod(0o755)
+    command = model_fetch.copy_command(
+        ModelOrigin(source="hf://Qwen/Qwen3-8B"), {}, f"{root}/Qwen3-8B"
+    )
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=env)
+    assert (done.returncode == 0) is copied, done.stderr
+    assert not (elsewhere / "ran").exists()
+    assert (tmp / "ran").exists() is copied
