@@ -27,9 +27,10 @@ from .gguf import GGML_TYPES, GgufFile, Value
 from .layout import Device, KvCache, Layout
 
 MiB, GiB = 1 << 20, 1 << 30
-BUILD = f"{BUILD_NUMBER} (fleetlab)"
 STAMPED_SINCE = 11434  # the first build the stand-in knows in the timestamped format
 STAMPED = BUILD_NUMBER >= STAMPED_SINCE
+COMMIT = f"b{BUILD_NUMBER}" if STAMPED else "fleetlab"  # b11434 names its tag as its commit
+BUILD = f"{BUILD_NUMBER} ({COMMIT})"
 STARTED = time.monotonic()
 COMPILER = "cc (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0 for x86_64-linux-gnu"
 MAX_VALUE_LEN = 40
@@ -319,8 +320,8 @@ def stamped_start_lines(args: ServerArgs) -> list[tuple[str, bool]]:
     return [
         ("srv  llama_server: initializing ...", False),
         (
-            f"cmn  common_param: common_params_print_info: build {BUILD_NUMBER} "
-            f"(b{BUILD_NUMBER}) with GNU 12.2.0 for Linux x86_64",
+            f"cmn  common_param: common_params_print_info: build {BUILD} "
+            "with GNU 12.2.0 for Linux x86_64",
             True,
         ),
         (
