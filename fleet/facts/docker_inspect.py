@@ -29,6 +29,7 @@ class ContainerFact(CoreModel):
     name: str
     state: str = Field(description="created, running, restarting, exited, paused or dead")
     exit_code: int = 0
+    oom_killed: bool = Field(False, description="the kernel's OOM killer ended it (OOMKilled)")
     restart_count: int = 0
     started_at: str = ""
     pid: int = 0
@@ -102,6 +103,7 @@ def _container(
         name=str(item.get("Name", "")).lstrip("/"),
         state=str(state.get("Status", "unknown")),
         exit_code=_integer(state.get("ExitCode")),
+        oom_killed=state.get("OOMKilled") is True,
         restart_count=_integer(item.get("RestartCount")),
         started_at=str(state.get("StartedAt") or ""),
         pid=_integer(state.get("Pid")),

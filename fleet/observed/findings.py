@@ -33,6 +33,7 @@ class FindingKind(StrEnum):
     SPECULATIVE_MIX = "speculative-mix"
     ALIAS_FAN_IN = "alias-fan-in"
     CONTAINER_NOT_RUNNING = "container-not-running"
+    OUT_OF_MEMORY = "out-of-memory"
     ENGINE_ERROR = "engine-error"
     HOST_LOCKED = "host-locked"
     GATEWAY_UNREADABLE = "gateway-unreadable"
@@ -174,12 +175,20 @@ def _seat_findings(
             else f"{what} {container.name} ({container.image}) is not managed by fleet",
         )
     if not container.running:
+        why = f": {seat.exit_reason}" if seat.exit_reason else ""
         yield Finding(
             kind=FindingKind.CONTAINER_NOT_RUNNING,
             target=target,
             severity=Severity.ERROR,
-            message=f"container is {container.state} (exit code {container.exit_code}"
+            message=f"container is {container.state} (exit code {container.exit_code}{why}"
             f", {container.restart_count} restarts)",
+        )
+    if seat.out_of_memory:
+        yield Finding(
+            kind=FindingKind.OUT_OF_MEMORY,
+            target=target,
+            severity=Severity.ERROR,
+            message=f"seat {seat.name} ran out of memory: {seat.out_of_memory}",
         )
     if container.runtime == "systemd" and container.restart_count > 0:
         since = f" since {host.applied_at}" if host.applied_at else ""

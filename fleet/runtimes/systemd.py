@@ -137,6 +137,8 @@ def _instance(
         id=unit,
         name=unit.removesuffix(".service"),
         state=_state(status),
+        exit_code=status.exit_code,
+        oom_killed=status.result == "oom-kill",
         restart_count=status.restarts,
         started_at=status.active_since or "",
         pid=status.main_pid or 0,
