@@ -26,7 +26,7 @@ from .. import gpu as gpumod
 from ..core import set_process_name
 from ..httpbase import make_server
 from ..scheduler import Scheduler, env_float
-from . import failures
+from . import failures, stamped
 from . import startlog as log
 from .args import ArgError, ServerArgs, drafts, parse_args
 from .gguf import GgufError, GgufFile, read_gguf
@@ -226,7 +226,7 @@ def ready_log(args: ServerArgs, lay: Layout, draft: Layout | None) -> None:
     """The lines from the slots (b11434) or the model being loaded (older) on."""
     if log.STAMPED:
         drafting = draft is not None and drafts(args)
-        emit_pairs(log.stamped_ready_lines(args, lay.n_ctx_seq, lay.n_stream == 1, drafting))
+        emit_pairs(stamped.stamped_ready_lines(args, lay.n_ctx_seq, lay.n_stream == 1, drafting))
     else:
         emit_all(log.ready_lines(args.host, args.port))
 
@@ -243,7 +243,7 @@ def main() -> int:
     devices = devices_now(cuda)
     VERBOSITY[0] = args.verbosity
     if log.STAMPED:
-        emit_pairs(log.stamped_start_lines(args))
+        emit_pairs(stamped.stamped_start_lines(args))
     else:
         emit_all(log.backend_lines(cuda, devices, args.n_gpu_layers != 0))
         emit_all(log.build_lines(args, cuda and bool(devices)))
