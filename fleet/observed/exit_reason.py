@@ -1,7 +1,7 @@
 """Why a seat's process is not running, read from its runtime before its log.
 
 A stopped seat's log alone can mislead: vLLM 0.32 stopped with SIGTERM while a request
-runs logs `EngineDeadError` (tests/corpus/vllm-stops), one of its out-of-memory
+runs logs its dead-engine error (tests/corpus/vllm-stops), one of its out-of-memory
 signatures. So the runtime's own word comes first: Docker's `State.OOMKilled` and exit
 code (143 = 128 + SIGTERM: the stop it was asked for; 137 = 128 + SIGKILL: the OOM killer
 or a stop that timed out), or a systemd unit's `Result=oom-kill` and `ExecMainCode` /
@@ -41,7 +41,7 @@ def out_of_memory(
     signatures: tuple[str, ...],
     stops: tuple[str, ...] = (),
 ) -> str | None:
-    """Why a seat that is not running ran out of memory, else None.
+    """Why a seat that is not running ran short of memory, else None.
 
     The runtime's OOM kill is; a stop it was asked for (SIGTERM) or a clean exit is not,
     whatever its log says after; any other end is when its log has one of the engine's

@@ -188,7 +188,7 @@ def _seat_findings(
             kind=FindingKind.OUT_OF_MEMORY,
             target=target,
             severity=Severity.ERROR,
-            message=f"seat {seat.name} ran out of memory: {seat.out_of_memory}",
+            message=f"seat {seat.name} ran short of memory: {seat.out_of_memory}",
         )
     if container.runtime == "systemd" and container.restart_count > 0:
         since = f" since {host.applied_at}" if host.applied_at else ""

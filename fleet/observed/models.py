@@ -106,7 +106,7 @@ class ObservedSeat(CoreModel):
         None, description="why its process is not running, as its runtime says (SIGTERM, ...)"
     )
     out_of_memory: str | None = Field(
-        None, description="why it ran out of memory, the exit reason read before its log"
+        None, description="why it ran short of memory, the exit reason read before its log"
     )
     definition: dict[str, Any] | None = Field(
         None, description="its service in the compose file fleet last wrote on the host"
