@@ -223,14 +223,21 @@ ISWA = {
 }
 
 
+@pytest.mark.parametrize("build", ["11434", "6100"])
 @pytest.mark.parametrize(("flags", "full", "swa"), list(ISWA.values()), ids=list(ISWA))
 def test_an_iswa_model_gets_two_caches_sized_as_b11434_sizes_them(
-    image: Image, tmp_path: Path, running: list[StandIn], flags: list[str], full: int, swa: int
+    image: Image,
+    tmp_path: Path,
+    running: list[StandIn],
+    flags: list[str],
+    full: int,
+    swa: int,
+    build: str,
 ) -> None:
     model = tmp_path / "tiny-gemma3.gguf"
     models.write_gguf(model, GEMMA3, "Q8_0")
     argv = ["-m", str(model), "-lv", "4", *flags]
-    engine = start_llama(image, argv, {"FLEET_LAB_LLAMACPP_BUILD": "11434"}, cuda=False)
+    engine = start_llama(image, argv, {"FLEET_LAB_LLAMACPP_BUILD": build}, cuda=False)
     running.append(engine)
     engine.wait_healthy()
     log = engine.log()
