@@ -71,6 +71,7 @@ def _container(
         name=str(item.get("Name", "")).lstrip("/"),
         state=str(state.get("Status", "unknown")),
         exit_code=_integer(state.get("ExitCode")),
+        oom_killed=state.get("OOMKilled") is True,
         restart_count=_integer(item.get("RestartCount")),
         started_at=str(state.get("StartedAt") or ""),
         pid=_integer(state.get("Pid")),

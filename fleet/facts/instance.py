@@ -22,6 +22,7 @@ class Instance(CoreModel):
     name: str
     state: str = Field(description="created, running, restarting, exited, paused or dead")
     exit_code: int = 0
+    oom_killed: bool = Field(False, description="the kernel's OOM killer ended it")
     restart_count: int = 0
     started_at: str = ""
     pid: int = 0

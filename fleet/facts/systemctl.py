@@ -30,11 +30,14 @@ PROPERTIES = (
     "NeedDaemonReload",
     "ActiveEnterTimestamp",
     "ExecMainStartTimestamp",
+    "ExecMainCode",
+    "ExecMainStatus",
     "InvocationID",
     "UnitFileState",
     "Environment",
     "EnvironmentFiles",
 )
+CLD_KILLED, CLD_DUMPED = 2, 3  # ExecMainCode, from waitid(2)'s si_code
 _EXEC = re.compile(r"\{ path=(?P<path>[^;]*?) ; argv\[\]=(?P<argv>.*?) ; ignore_errors=")
 
 
@@ -54,6 +57,8 @@ class UnitStatus(CoreModel):
     need_daemon_reload: bool = False
     active_since: str | None = None  # ActiveEnterTimestamp, as systemd prints it
     main_started: str | None = None  # ExecMainStartTimestamp
+    main_code: int | None = None  # ExecMainCode: how the last main process ended (CLD_*)
+    main_status: int | None = None  # ExecMainStatus: its exit status, or the signal
     invocation_id: str | None = None
     unit_file_state: str | None = None  # enabled, disabled, static, ...
     environment: str | None = None
@@ -68,6 +73,13 @@ class UnitStatus(CoreModel):
     def running(self) -> bool:
         """Active with a main process."""
         return self.active_state == "active" and self.main_pid is not None
+
+    @property
+    def exit_code(self) -> int:
+        """The last main process's end as a shell (and docker) says it: its exit status,
+        or 128 + the signal that killed it (ExecMainCode 2 killed, 3 dumped core)."""
+        status = self.main_status or 0
+        return 128 + status if self.main_code in (CLD_KILLED, CLD_DUMPED) else status
 
 
 def parse_show_blocks(text: str) -> list[dict[str, str]]:
@@ -111,6 +123,8 @@ def unit_status(props: dict[str, str], unit: str = "") -> UnitStatus:
         need_daemon_reload=props.get("NeedDaemonReload") == "yes",
         active_since=props.get("ActiveEnterTimestamp") or None,
         main_started=props.get("ExecMainStartTimestamp") or None,
+        main_code=_number(props.get("ExecMainCode")),
+        main_status=_number(props.get("ExecMainStatus")),
         invocation_id=props.get("InvocationID") or None,
         unit_file_state=props.get("UnitFileState") or None,
         environment=props.get("Environment") or None,

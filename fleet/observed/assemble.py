@@ -30,6 +30,7 @@ from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.model_files import DISK, FILES, PARTIALS, SOURCES, ModelFile
 from fleet.facts.script import FactOutput
 from fleet.names import COMPOSE_SERVICE_LABEL, MANAGED_LABEL, SEAT_LABEL, is_seat_name
+from fleet.observed.exit_reason import exit_reason, out_of_memory
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
 from fleet.runtimes import Runtime
 
@@ -126,11 +127,21 @@ def _processes(
 def _seat(container: Instance, log: str, processes: tuple[GpuProcessUse, ...]) -> ObservedSeat:
     mine = [p for p in processes if p.container_id == container.id]
     _, engine = read_process(container.argv)
-    return observed_seat(
+    seat = observed_seat(
         container,
         engine=engine.read_log(log) if log and engine else None,
         gpus=tuple(sorted({p.gpu_index for p in mine if p.gpu_index is not None})),
         vram_mib=sum(p.used_mib for p in mine),
+    )
+    if container.running:
+        return seat
+    signatures = engine.OOM_SIGNATURES if engine else ()
+    stops: tuple[str, ...] = getattr(engine, "STOP_SIGNATURES", ())
+    return seat.model_copy(
+        update={
+            "exit_reason": exit_reason(container),
+            "out_of_memory": out_of_memory(container, log, signatures, stops),
+        }
     )
 
 

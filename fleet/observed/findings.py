@@ -34,6 +34,7 @@ class FindingKind(StrEnum):
     SPECULATIVE_MIX = "speculative-mix"
     ALIAS_FAN_IN = "alias-fan-in"
     CONTAINER_NOT_RUNNING = "container-not-running"
+    OUT_OF_MEMORY = "out-of-memory"
     ENGINE_ERROR = "engine-error"
     HOST_LOCKED = "host-locked"
     GATEWAY_UNREADABLE = "gateway-unreadable"
@@ -175,12 +176,20 @@ def _seat_findings(
             else f"{what} {container.name} ({container.image}) is not managed by fleet",
         )
     if not container.running:
+        why = f": {seat.exit_reason}" if seat.exit_reason else ""
         yield Finding(
             kind=FindingKind.CONTAINER_NOT_RUNNING,
             target=target,
             severity=Severity.ERROR,
-            message=f"container is {container.state} (exit code {container.exit_code}"
+            message=f"container is {container.state} (exit code {container.exit_code}{why}"
             f", {container.restart_count} restarts)",
+        )
+    if seat.out_of_memory:
+        yield Finding(
+            kind=FindingKind.OUT_OF_MEMORY,
+            target=target,
+            severity=Severity.ERROR,
+            message=f"seat {seat.name} ran short of memory: {seat.out_of_memory}",
         )
     runtime = runtime_for(host.runtime) if host.runtime in RUNTIMES else None
     if runtime is not None and runtime.REPORTS_RESTARTS and container.restart_count > 0:

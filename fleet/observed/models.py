@@ -102,6 +102,12 @@ class ObservedSeat(CoreModel):
     gpus: tuple[int, ...] = Field((), description="GPUs its processes hold (nvidia-smi)")
     vram_mib: int = 0
     engine: EngineReport | None = None
+    exit_reason: str | None = Field(
+        None, description="why its process is not running, as its runtime says (SIGTERM, ...)"
+    )
+    out_of_memory: str | None = Field(
+        None, description="why it ran short of memory, the exit reason read before its log"
+    )
     definition: dict[str, Any] | None = Field(
         None, description="its service in the compose file fleet last wrote on the host"
     )

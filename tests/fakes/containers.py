@@ -35,6 +35,7 @@ class FakeContainer:
     pid: int
     state: str = "running"
     exit_code: int = 0
+    oom_killed: bool = False  # docker's State.OOMKilled
     log: str = ""
     dropped: str | None = None  # a flag the process lost on its way to the engine
 
@@ -111,6 +112,7 @@ class FakeContainer:
                 "Running": self.running,
                 "Pid": self.pid if self.running else 0,
                 "ExitCode": self.exit_code,
+                "OOMKilled": self.oom_killed,
                 "StartedAt": "2026-12-01T10:00:00.000Z",
             },
             "RestartCount": 0,

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from fleet.engines.llamacpp.log import parse_llamacpp_log
+from tests.lab import models
 from tests.lab.real.contract_llamacpp import Answers, fetch, mismatches
 from tests.unit.lab_engine.standin import Image, StandIn, start_llama
 
@@ -73,6 +76,8 @@ def test_the_standin_takes_the_draft_options_its_build_takes(
     draft = str(gguf_dir / "qwen3-0.6b-q8_0.gguf")
     argv = ["-m", str(gguf_dir / "qwen3-0.6b-q4_k_m.gguf"), "-ngl", "999", "--metrics"]
     argv += [flag.format(draft=draft) for flag in flags]
+    if build == "11434":
+        argv += ["-lv", "4"]  # as the real b11434, it logs its build and KV at 4 only
     engine = start_llama(image, argv, {"FLEET_LAB_LLAMACPP_BUILD": build})
     running.append(engine)
     if isinstance(outcome, str):
@@ -115,3 +120,132 @@ def test_the_contract_holds_on_the_recorded_real_b11434(corpus: Path) -> None:
         "KV context (n_ctx)",
         "draft tokens (n_max)",
     ]
+
+
+def tiny_arch(name: str, layers: int, hidden: int, heads: int, ffn: int) -> dict[str, Any]:
+    """The header of a tiny model of tests/lab/real/tinygguf.py (weights left sparse)."""
+    return {
+        "architecture": "llama",
+        "name": name,
+        "basename": name,
+        "size_label": "?B",
+        "block_count": layers,
+        "context_length": 2048,
+        "embedding_length": hidden,
+        "feed_forward_length": ffn,
+        "head_count": heads,
+        "head_count_kv": heads,
+        "head_dim": hidden // heads,
+        "rope_freq_base": 10000.0,
+        "rms_norm_eps": 1e-5,
+        "vocab_size": 32000,
+        "tie_word_embeddings": False,
+        "bos_token_id": 1,
+        "eos_token_id": 2,
+    }
+
+
+def facts(log: str) -> dict[str, object]:
+    """What fleet reads off a llama-server log and the contract compares."""
+    report = parse_llamacpp_log(log)
+    return {
+        "build": report.build,
+        "KV cells": report.kv_cells,
+        "KV buffer MiB": report.kv_buffer_mib,
+        "slots": report.parallel_slots,
+        "slot context": report.ctx_per_slot,
+        "drafter k": report.draft_max,
+        "method": report.speculative_method,
+        "drafter KV MiB": report.draft_kv_buffer_mib,
+    }
+
+
+REAL_B11434 = {
+    "lv4-two-slots": ("b11434_cpu_tiny-llama-4l_lv4_np2.log", []),
+    "lv4-draft-simple": (
+        "b11434_cpu_tiny-llama-4l_lv4_np2_draft-simple.log",
+        [*NEW_DRAFT[:-1], "4"],
+    ),
+    "verbosity3-two-slots": ("b11434_cpu_tiny-llama-4l_verbosity3_np2.log", []),
+}
+
+
+@pytest.mark.parametrize(("recorded", "flags"), list(REAL_B11434.values()), ids=list(REAL_B11434))
+def test_the_b11434_standin_logs_what_the_real_b11434_logged(
+    image: Image,
+    tmp_path: Path,
+    running: list[StandIn],
+    corpus: Path,
+    recorded: str,
+    flags: list[str],
+) -> None:
+    # The same tiny models and flags as the recorded real runs (tests/corpus/SOURCES.md):
+    # fleet must read the same facts off the stand-in's log as off the real one.
+    target, draft = tmp_path / "tiny-llama-4l.gguf", tmp_path / "tiny-llama-draft-1l.gguf"
+    models.write_gguf(target, tiny_arch("tiny-llama-4l", 4, 256, 4, 512), "Q8_0")
+    models.write_gguf(draft, tiny_arch("tiny-llama-draft-1l", 1, 64, 2, 128), "Q8_0")
+    lv = ["-lv", "4"] if "_lv4_" in recorded else []
+    argv = ["-m", str(target), "-c", "4096", "-np", "2", "--metrics", *lv]
+    argv += [flag.format(draft=draft) for flag in flags]
+    engine = start_llama(image, argv, {"FLEET_LAB_LLAMACPP_BUILD": "11434"}, cuda=False)
+    running.append(engine)
+    engine.wait_healthy()
+    real = (corpus / "llamacpp-logs" / recorded).read_text()
+    assert facts(engine.log()) == facts(real)
+
+
+# gemma3's pattern: layers 0-4 slide over a 512-token window, layer 5 attends fully.
+GEMMA3 = {
+    "architecture": "gemma3",
+    "name": "tiny-gemma3",
+    "basename": "tiny-gemma3",
+    "size_label": "?B",
+    "block_count": 6,
+    "context_length": 32768,
+    "embedding_length": 256,
+    "feed_forward_length": 512,
+    "head_count": 4,
+    "head_count_kv": 1,
+    "head_dim": 128,
+    "sliding_window": 512,
+    "rope_freq_base": 1000000.0,
+    "rms_norm_eps": 1e-6,
+    "vocab_size": 32000,
+    "tie_word_embeddings": True,
+    "bos_token_id": 2,
+    "eos_token_id": 1,
+}
+ISWA = {
+    # flags: (non-SWA cells, SWA cells) per stream; f16 K and V: 1 head x 128 x 2 bytes each
+    "one-slot-8k": (["-c", "8192", "-np", "1"], 8192, 1024),
+    "two-slots-ubatch-128": (["-c", "8192", "-np", "2", "-ub", "128"], 4096, 768),
+    "context-below-window": (["-c", "512", "-np", "1"], 512, 512),
+}
+
+
+@pytest.mark.parametrize("build", ["11434", "6100"])
+@pytest.mark.parametrize(("flags", "full", "swa"), list(ISWA.values()), ids=list(ISWA))
+def test_an_iswa_model_gets_two_caches_sized_as_b11434_sizes_them(
+    image: Image,
+    tmp_path: Path,
+    running: list[StandIn],
+    flags: list[str],
+    full: int,
+    swa: int,
+    build: str,
+) -> None:
+    model = tmp_path / "tiny-gemma3.gguf"
+    models.write_gguf(model, GEMMA3, "Q8_0")
+    argv = ["-m", str(model), "-lv", "4", *flags]
+    engine = start_llama(image, argv, {"FLEET_LAB_LLAMACPP_BUILD": build}, cuda=False)
+    running.append(engine)
+    engine.wait_healthy()
+    log = engine.log()
+    streams = int(flags[3])
+    assert f"llama_kv_cache_iswa: creating non-SWA KV cache, size = {full} cells" in log
+    assert f"llama_kv_cache_iswa: creating     SWA KV cache, size = {swa} cells" in log
+    report = parse_llamacpp_log(log)
+    row_mib = 2 * 128 * 2 * streams / (1 << 20)  # K and V of one cell in one layer, all streams
+    assert report.kv_buffer_mib == pytest.approx(round((full * 1 + swa * 5) * row_mib, 2), abs=0.01)
+    assert report.kv_cells == full * streams
+    assert report.draft_kv_buffer_mib is None

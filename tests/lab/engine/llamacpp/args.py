@@ -69,6 +69,9 @@ OPTIONS: dict[str, tuple[str, str, str]] = {
     "-nkvo": ("no_kv_offload", "LLAMA_ARG_NO_KV_OFFLOAD", "flag"),
     "--no-kv-offload": ("no_kv_offload", "LLAMA_ARG_NO_KV_OFFLOAD", "flag"),
     "--no-mmap": ("no_mmap", "LLAMA_ARG_NO_MMAP", "flag"),
+    "-lv": ("verbosity", "LLAMA_LOG_VERBOSITY", "int"),
+    "--verbosity": ("verbosity", "LLAMA_LOG_VERBOSITY", "int"),
+    "--log-verbosity": ("verbosity", "LLAMA_LOG_VERBOSITY", "int"),
 }
 BUILD = int(os.environ.get("FLEET_LAB_LLAMACPP_BUILD", "6100"))
 RENAMED_SINCE = 8960
@@ -114,6 +117,7 @@ class ServerArgs:
     kv_unified: bool = False
     no_kv_offload: bool = False
     no_mmap: bool = False
+    verbosity: int = 3
     extra: list[str] = field(default_factory=list)
 
 

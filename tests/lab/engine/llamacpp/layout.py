@@ -10,7 +10,11 @@
 - KV bytes per layer = n_ctx cells x KV heads x head dim x type bytes, for K and for V
   (head dim = <arch>.attention.key_length / value_length, else embedding / heads); a
   layer's cache lives with the layer unless --no-kv-offload. Hybrid models cache only
-  every <arch>.full_attention_interval-th layer.
+  every <arch>.full_attention_interval-th layer. A model with interleaved sliding-window
+  attention (<arch>.attention.sliding_window and llama.cpp's pattern for its arch, e.g.
+  gemma3: 5 sliding, 1 full) gets two caches, as src/llama-kv-cache-iswa.cpp: its full
+  layers n_ctx_seq cells per stream, its sliding layers
+  GGML_PAD(min(n_ctx_seq, n_swa x (streams sharing a cache) + n_ubatch), 256).
 - Compute buffer (an approximation): logits n_vocab x n_ubatch x 4 bytes plus
   activations 4 x n_embd x n_ubatch x 4 bytes on the first device that computes;
   output buffer n_vocab x 4 x slots on the host. Each GPU used also holds CUDA_CONTEXT
@@ -48,6 +52,21 @@ class Device:
         return f"CUDA{self.position}"
 
 
+SWA_PATTERN = {"gemma3": 6, "gemma2": 2, "cohere2": 4, "gpt-oss": 2}  # llama-model.cpp
+
+
+@dataclass
+class KvCache:
+    """One KV cache: the full-attention one, or an iswa model's sliding-window one."""
+
+    swa: bool
+    cells: int  # per stream
+    layers: int
+    k_bytes: int = 0
+    v_bytes: int = 0
+    by_device: dict[str, int] = field(default_factory=dict)
+
+
 @dataclass
 class Layout:
     """One model's buffers (target or draft)."""
@@ -69,6 +88,7 @@ class Layout:
     compute: dict[str, int] = field(default_factory=dict)
     output: tuple[str, int] = ("CPU", 0)
     gpus: dict[str, Device] = field(default_factory=dict)
+    caches: list[KvCache] = field(default_factory=list)
 
     @property
     def offloaded(self) -> int:
@@ -137,8 +157,7 @@ def plan_layout(
     ngl = n_layer + 1 if n_gpu_layers < 0 else n_gpu_layers
     ngl = ngl if devices else 0
     n_ctx, n_ctx_seq, n_stream = context_sizes(args, int(gguf.hparam("context_length")), n_seq)
-    interval = int(gguf.hparam("full_attention_interval", 1) or 1)
-    kv_layers = [i for i in range(n_layer) if (i + 1) % interval == 0]
+    kv_layers, swa_layers = cached_layers(gguf, n_layer)
     lay = Layout(
         n_layer,
         min(ngl, n_layer),
@@ -147,7 +166,7 @@ def plan_layout(
         n_ctx_seq,
         n_seq,
         n_stream,
-        len(kv_layers),
+        len(kv_layers) + len(swa_layers),
         args.cache_type_k,
         args.cache_type_v,
     )
@@ -166,15 +185,45 @@ def plan_layout(
     if tied and lay.output_offloaded:
         out_dev = placed[n_layer].name
         lay.model[out_dev] = lay.model.get(out_dev, 0) + embd
-    for layer in kv_layers:
-        device = None if args.no_kv_offload else placed.get(layer)
-        where = device.name if device else "CPU"
-        k = n_ctx * kv_row_bytes(gguf, "k", args.cache_type_k, layer)
-        v = n_ctx * kv_row_bytes(gguf, "v", args.cache_type_v, layer)
-        lay.k_bytes, lay.v_bytes = lay.k_bytes + k, lay.v_bytes + v
-        lay.kv[where] = lay.kv.get(where, 0) + k + v
+    lay.caches = [KvCache(False, n_ctx_seq, len(kv_layers))]
+    if swa_layers:
+        window = int(gguf.hparam("attention.sliding_window"))
+        shared = n_seq if n_stream == 1 else 1
+        cells = min(n_ctx_seq, pad(window * shared + args.ubatch_size))
+        lay.caches.append(KvCache(True, cells, len(swa_layers)))
+    for cache, layers in zip(lay.caches, (kv_layers, swa_layers), strict=False):
+        size_cache(gguf, args, lay, cache, [(i, placed.get(i)) for i in layers])
     size_compute(gguf, args, lay)
     return lay
+
+
+def cached_layers(gguf: GgufFile, n_layer: int) -> tuple[list[int], list[int]]:
+    """(full-attention layers, sliding-window layers) that hold a KV cache."""
+    interval = int(gguf.hparam("full_attention_interval", 1) or 1)
+    attending = [i for i in range(n_layer) if (i + 1) % interval == 0]
+    pattern = SWA_PATTERN.get(gguf.arch, 0)
+    if not pattern or not gguf.hparam("attention.sliding_window"):
+        return attending, []
+    swa = [i for i in attending if i % pattern < pattern - 1]
+    return [i for i in attending if i not in swa], swa
+
+
+def size_cache(
+    gguf: GgufFile,
+    args: ServerArgs,
+    lay: Layout,
+    cache: KvCache,
+    layers: list[tuple[int, Device | None]],
+) -> None:
+    """One cache's K and V bytes, on each layer's device (the CPU with --no-kv-offload)."""
+    for layer, device in layers:
+        where = device.name if device and not args.no_kv_offload else "CPU"
+        k = cache.cells * lay.n_stream * kv_row_bytes(gguf, "k", args.cache_type_k, layer)
+        v = cache.cells * lay.n_stream * kv_row_bytes(gguf, "v", args.cache_type_v, layer)
+        cache.k_bytes, cache.v_bytes = cache.k_bytes + k, cache.v_bytes + v
+        cache.by_device[where] = cache.by_device.get(where, 0) + k + v
+        lay.k_bytes, lay.v_bytes = lay.k_bytes + k, lay.v_bytes + v
+        lay.kv[where] = lay.kv.get(where, 0) + k + v
 
 
 def n_vocab(gguf: GgufFile) -> int:

@@ -26,7 +26,7 @@ from .. import gpu as gpumod
 from ..core import set_process_name
 from ..httpbase import make_server
 from ..scheduler import Scheduler, env_float
-from . import failures
+from . import failures, stamped
 from . import startlog as log
 from .args import ArgError, ServerArgs, drafts, parse_args
 from .gguf import GgufError, GgufFile, read_gguf
@@ -47,10 +47,21 @@ class LoadFailed(Exception):
     """The model did not load; the lines are printed, the server exits 1."""
 
 
-def emit_all(lines: list[str]) -> None:
-    """Print log lines."""
+VERBOSITY = [3]  # -lv: b11434 shows the library's lines (loader, buffers) only at 4
+
+
+def emit_all(lines: list[str], detail: bool = False) -> None:
+    """Print log lines; `detail` ones (the library's) only where the build shows them."""
+    if detail and log.STAMPED and VERBOSITY[0] < 4:
+        return
     for line in lines:
         log.emit(line)
+
+
+def emit_pairs(pairs: list[tuple[str, bool]]) -> None:
+    """Print (line, detail) pairs."""
+    for line, detail in pairs:
+        emit_all([line], detail)
 
 
 def devices_now(cuda: bool, held: dict[str, int] | None = None) -> list[Device]:
@@ -99,15 +110,16 @@ def load_one(
     gguf = open_model(path)
     lay = plan_layout(gguf, args, ngl, devices, n_seq)
     first = next(iter(lay.gpus.values()), None)
-    emit_all(log.loader_lines(gguf, first) + log.print_info_lines(gguf, n_vocab(gguf)))
-    emit_all(log.tensor_lines(lay, not args.no_mmap))
+    emit_all(log.loader_lines(gguf, first) + log.print_info_lines(gguf, n_vocab(gguf)), True)
+    emit_all(log.tensor_lines(lay, not args.no_mmap), True)
     short = first_shortfall(lay)
     if short and short[0] == "model":
         emit_all(failures.shortfall_lines(path, *short))
         raise LoadFailed
     time.sleep(seconds)
     train = int(gguf.hparam("context_length"))
-    emit_all(log.context_lines(lay, args, train, float(gguf.hparam("rope.freq_base", 10000.0))))
+    freq_base = float(gguf.hparam("rope.freq_base", 10000.0))
+    emit_all(log.context_lines(lay, args, train, freq_base), True)
     if short:
         emit_all(failures.shortfall_lines(path, *short))
         raise LoadFailed
@@ -121,20 +133,34 @@ def load(args: ServerArgs, cuda: bool) -> tuple[GgufFile, Layout, Layout | None]
     gguf, lay = load_one(
         args.model, args, args.n_gpu_layers, devices_now(cuda), args.parallel, seconds
     )
-    log.emit(
-        "common_init_from_params: warming up the model with an empty run - please wait "
-        "... (--no-warmup to disable)"
-    )
+    warmup = "warming up the model with an empty run - please wait ... (--no-warmup to disable)"
+    if log.STAMPED:
+        log.emit(f"cmn          init: llama threadpool init, n_threads = {args.threads}")
+        emit_all([f"cmn  common_init_: {warmup}"], True)
+    else:
+        log.emit(f"common_init_from_params: {warmup}")
     draft = None
     if args.model_draft:
-        log.emit(log.srv("load_model", f"loading draft model '{args.model_draft}'"))
-        dargs = dataclasses.replace(args, ctx_size=args.ctx_size_draft or lay.n_ctx_seq)
-        ngl = args.n_gpu_layers if args.n_gpu_layers_draft is None else args.n_gpu_layers_draft
-        held = {name: lay.gpu_bytes(name) for name in lay.gpus}
-        _, draft = load_one(args.model_draft, dargs, ngl, devices_now(cuda, held), 1, 0.0)
-        if not drafts(args):
-            log.emit("spec common_specu: no implementations specified for speculative decoding")
+        draft = load_draft(args, cuda, lay)
     return gguf, lay, draft
+
+
+def load_draft(args: ServerArgs, cuda: bool, lay: Layout) -> Layout:
+    """The draft model: b11434 gives it the target's context and slots, older builds one
+    sequence of the target's slot context."""
+    path = str(args.model_draft)
+    ngl = args.n_gpu_layers if args.n_gpu_layers_draft is None else args.n_gpu_layers_draft
+    held = {name: lay.gpu_bytes(name) for name in lay.gpus}
+    if log.STAMPED:
+        log.emit(f"common_speculative_init_result: loading draft model '{path}'")
+        dargs = dataclasses.replace(args, ctx_size=args.ctx_size_draft or lay.n_ctx)
+        return load_one(path, dargs, ngl, devices_now(cuda, held), args.parallel, 0.0)[1]
+    log.emit(log.srv("load_model", f"loading draft model '{path}'"))
+    dargs = dataclasses.replace(args, ctx_size=args.ctx_size_draft or lay.n_ctx_seq)
+    draft = load_one(path, dargs, ngl, devices_now(cuda, held), 1, 0.0)[1]
+    if not drafts(args):
+        log.emit("spec common_specu: no implementations specified for speculative decoding")
+    return draft
 
 
 def record_gpus(lay: Layout, draft: Layout | None) -> list[Path]:
@@ -196,6 +222,15 @@ def crash_later(paths: list[Path]) -> None:
     threading.Thread(target=die, daemon=True).start()
 
 
+def ready_log(args: ServerArgs, lay: Layout, draft: Layout | None) -> None:
+    """The lines from the slots (b11434) or the model being loaded (older) on."""
+    if log.STAMPED:
+        drafting = draft is not None and drafts(args)
+        emit_pairs(stamped.stamped_ready_lines(args, lay.n_ctx_seq, lay.n_stream == 1, drafting))
+    else:
+        emit_all(log.ready_lines(args.host, args.port))
+
+
 def main() -> int:
     """Run llama-server; returns its exit code."""
     set_process_name("llama-server")
@@ -206,8 +241,12 @@ def main() -> int:
         return 1
     cuda = os.environ.get("FLEET_LAB_LLAMACPP_BACKEND", "cpu") == "cuda"
     devices = devices_now(cuda)
-    emit_all(log.backend_lines(cuda, devices, args.n_gpu_layers != 0))
-    emit_all(log.build_lines(args, cuda and bool(devices)))
+    VERBOSITY[0] = args.verbosity
+    if log.STAMPED:
+        emit_pairs(stamped.stamped_start_lines(args))
+    else:
+        emit_all(log.backend_lines(cuda, devices, args.n_gpu_layers != 0))
+        emit_all(log.build_lines(args, cuda and bool(devices)))
     rate, prefill = (
         env_float("FLEET_LAB_TOKEN_RATE", 50.0),
         env_float("FLEET_LAB_PREFILL_RATE", 50_000.0),
@@ -232,16 +271,17 @@ def main() -> int:
     paths = record_gpus(lay, draft)
     sched.kv_tokens = lay.n_ctx
     state.info = model_info(args, gguf, lay, draft)
-    emit_all(log.slot_lines(args.parallel, lay.n_ctx_seq))
-    emit_all(
-        [
-            log.srv("load_model", "prompt cache is enabled, size limit: 8192 MiB"),
-            log.srv("load_model", "use `--cache-ram 0` to disable the prompt cache"),
-        ]
-    )
+    if not log.STAMPED:
+        emit_all(log.slot_lines(args.parallel, lay.n_ctx_seq))
+        emit_all(
+            [
+                log.srv("load_model", "prompt cache is enabled, size limit: 8192 MiB"),
+                log.srv("load_model", "use `--cache-ram 0` to disable the prompt cache"),
+            ]
+        )
     if os.environ.get("FLEET_LAB_FAIL") != "never-healthy":
         state.ready.set()
-        emit_all(log.ready_lines(args.host, args.port))
+        ready_log(args, lay, draft)
     crash_later(paths)
     while not stop.wait(0.5):
         pass

@@ -12,12 +12,12 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from ..specdecode import SpecDecode
-from .startlog import BUILD
+from .startlog import BUILD, COMMIT
 
 if TYPE_CHECKING:
     from .server import LlamaState
 
-FINGERPRINT = f"b{BUILD.split()[0]}-fleetlab"
+FINGERPRINT = f"b{BUILD.split()[0]}-{COMMIT}"
 
 
 def models(info: dict[str, Any]) -> dict[str, Any]:

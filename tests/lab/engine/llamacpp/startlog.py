@@ -1,24 +1,37 @@
 """llama-server's start-up log, line for line, in the shapes of tests/corpus/llamacpp-logs.
 
-The classic (non-timestamped) format of the `b-ebbf544` corpus log: ggml_cuda_init and
-load_backend, build and system info, the loader's metadata dump, print_info, load_tensors
-with its offload count and model buffers, llama_context's parameters, the KV buffers and
-`llama_kv_cache: size = ...`, compute buffers, slots, `main: server is listening on ...`.
-llama.cpp logs to stderr. Widths follow llama.cpp's printf formats.
+The stand-in's build (FLEET_LAB_LLAMACPP_BUILD) picks the format:
+- before b11434, the classic (non-timestamped) format of the `b-ebbf544` corpus log:
+  ggml_cuda_init and load_backend, build and system info, the loader's metadata dump,
+  print_info, load_tensors with its offload count and model buffers, llama_context's
+  parameters, the KV buffers and `llama_kv_cache: size = ...`, compute buffers, slots,
+  `main: server is listening on ...`;
+- b11434's (the `b11434_cpu_tiny-llama-4l_*` corpus logs): every line timestamped
+  (`0.00.083.864 I `), the build and every library line (loader, print_info, buffers,
+  KV caches) only at `-lv 4`; at the default verbosity 3 the server's own few lines.
+Either way a model with interleaved sliding-window attention logs its two caches
+(`llama_kv_cache_iswa: creating non-SWA KV cache, ...` then `creating     SWA KV cache`),
+each with its KV buffers and size line. llama.cpp logs to stderr. Widths follow
+llama.cpp's printf formats.
 """
 
 from __future__ import annotations
 
 import sys
+import time
 from collections import Counter
 
 from .args import BUILD as BUILD_NUMBER
 from .args import ServerArgs
 from .gguf import GGML_TYPES, GgufFile, Value
-from .layout import Device, Layout
+from .layout import Device, KvCache, Layout
 
 MiB, GiB = 1 << 20, 1 << 30
-BUILD = f"{BUILD_NUMBER} (fleetlab)"
+STAMPED_SINCE = 11434  # the first build the stand-in knows in the timestamped format
+STAMPED = BUILD_NUMBER >= STAMPED_SINCE
+COMMIT = f"b{BUILD_NUMBER}" if STAMPED else "fleetlab"  # b11434 names its tag as its commit
+BUILD = f"{BUILD_NUMBER} ({COMMIT})"
+STARTED = time.monotonic()
 COMPILER = "cc (Ubuntu 13.3.0-6ubuntu2~24.04) 13.3.0 for x86_64-linux-gnu"
 MAX_VALUE_LEN = 40
 FILE_TYPES = {
@@ -35,9 +48,17 @@ CAPABILITY = {"3090": "8.6", "4090": "8.9", "4060": "8.9", "L40": "8.9", "A100":
               "H100": "9.0", "H200": "9.0", "Blackwell": "12.0", "5090": "12.0"}  # fmt: skip
 
 
-def emit(line: str) -> None:
-    """One log line on stderr."""
-    sys.stderr.write(line + "\n")
+def stamp(level: str = "I") -> str:
+    """b11434's line prefix: minutes.seconds.ms.us since start and the level."""
+    us = int((time.monotonic() - STARTED) * 1e6)
+    m, rest = divmod(us, 60_000_000)
+    s, rest = divmod(rest, 1_000_000)
+    return f"{m}.{s:02d}.{rest // 1000:03d}.{rest % 1000:03d} {level} "
+
+
+def emit(line: str, level: str = "I") -> None:
+    """One log line on stderr (timestamped from b11434 on)."""
+    sys.stderr.write((stamp(level) if STAMPED else "") + line + "\n")
     sys.stderr.flush()
 
 
@@ -204,23 +225,22 @@ def print_info_lines(gguf: GgufFile, vocab: int) -> list[str]:
 
 def tensor_lines(lay: Layout, mmap: bool) -> list[str]:
     """load_tensors: offload and model buffers."""
-    out = [
-        f"load_tensors: loading model tensors, this can take a while... (mmap = "
-        f"{'true' if mmap else 'false'})"
-    ]
+    mode = f"load_mode = {'mmap' if mmap else 'none'}" if STAMPED else f"mmap = {str(mmap).lower()}"
+    out = [f"load_tensors: loading model tensors, this can take a while... ({mode})"]
     if lay.output_offloaded:
         out.append("load_tensors: offloading output layer to GPU")
     if lay.gpus:
         out.append(f"load_tensors: offloading {lay.offloaded_repeating} repeating layers to GPU")
-    out.append(f"load_tensors: offloaded {lay.offloaded}/{lay.n_layer + 1} layers to GPU")
+    if lay.gpus or not STAMPED:
+        out.append(f"load_tensors: offloaded {lay.offloaded}/{lay.n_layer + 1} layers to GPU")
     for name, nbytes in lay.model.items():
         out.append(f"load_tensors: {name:>12} model buffer size = {mib(nbytes)} MiB")
-    return [*out, "." * 90]
+    return out if STAMPED else [*out, "." * 90]
 
 
 def context_lines(lay: Layout, args: ServerArgs, n_ctx_train: int, freq_base: float) -> list[str]:
     """llama_context: parameters, output, KV and compute buffers."""
-    params = (
+    params: tuple[tuple[str, object], ...] = (
         ("n_seq_max", lay.n_seq),
         ("n_ctx", lay.n_ctx),
         ("n_ctx_seq", lay.n_ctx_seq),
@@ -232,8 +252,11 @@ def context_lines(lay: Layout, args: ServerArgs, n_ctx_train: int, freq_base: fl
         ("freq_base", f"{freq_base:.1f}"),
         ("freq_scale", 1),
     )
+    if STAMPED:
+        params += (("n_rs_seq", 0), ("n_outputs_max", lay.n_seq), ("n_outputs_max_per_seq", 1))
+    width = 21 if STAMPED else 13
     out = ["llama_context: constructing llama_context"]
-    out += [f"llama_context: {key:<13} = {value}" for key, value in params]
+    out += [f"llama_context: {key:<{width}} = {value}" for key, value in params]
     if lay.n_ctx_seq < n_ctx_train:
         out.append(
             f"llama_context: n_ctx_seq ({lay.n_ctx_seq}) < n_ctx_train ({n_ctx_train}) "
@@ -241,21 +264,36 @@ def context_lines(lay: Layout, args: ServerArgs, n_ctx_train: int, freq_base: fl
         )
     where, nbytes = lay.output
     out.append(f"llama_context: {where:>10}  output buffer size = {mib(nbytes)} MiB")
-    for name, size in sorted(lay.kv.items(), key=lambda kv: kv[0] == "CPU"):
-        out.append(f"llama_kv_cache: {name:>10} KV buffer size = {mib(size)} MiB")
-    total = lay.k_bytes + lay.v_bytes
-    out.append(
-        f"llama_kv_cache: size = {total / MiB:7.2f} MiB ({lay.n_ctx_seq:6d} cells, "
-        f"{lay.kv_layers:3d} layers, {lay.n_seq:2d}/{lay.n_stream} seqs), "
-        f"K ({lay.type_k}): {lay.k_bytes / MiB:7.2f} MiB, V ({lay.type_v}): "
-        f"{lay.v_bytes / MiB:7.2f} MiB"
-    )
+    for cache in lay.caches:
+        out += kv_lines(lay, cache, len(lay.caches) > 1)
     for name, size in lay.compute.items():
         out.append(f"sched_reserve: {name:>10} compute buffer size = {mib(size)} MiB")
-    out += [
-        f"sched_reserve: graph nodes  = {lay.n_layer * 39 + 6}",
-        f"sched_reserve: graph splits = {len(lay.gpus) + 1 if lay.gpus else 1}",
-    ]
+    nodes, splits = lay.n_layer * 39 + 6, len(lay.gpus) + 1 if lay.gpus else 1
+    if STAMPED:
+        out.append(
+            f"sched_reserve: graph: nodes = {nodes}, splits = {splits}, "
+            "input objects = 4, input tensors = 9"
+        )
+    else:
+        out += [f"sched_reserve: graph nodes  = {nodes}", f"sched_reserve: graph splits = {splits}"]
+    return out
+
+
+def kv_lines(lay: Layout, cache: KvCache, iswa: bool) -> list[str]:
+    """One KV cache's buffers and size line (an iswa model's caches each say which)."""
+    out = []
+    if iswa:
+        kind = "    SWA" if cache.swa else "non-SWA"
+        out.append(f"llama_kv_cache_iswa: creating {kind} KV cache, size = {cache.cells} cells")
+    for name, size in sorted(cache.by_device.items(), key=lambda kv: kv[0] == "CPU"):
+        out.append(f"llama_kv_cache: {name:>10} KV buffer size = {mib(size)} MiB")
+    total = cache.k_bytes + cache.v_bytes
+    out.append(
+        f"llama_kv_cache: size = {total / MiB:7.2f} MiB ({cache.cells:6d} cells, "
+        f"{cache.layers:3d} layers, {lay.n_seq:2d}/{lay.n_stream} seqs), "
+        f"K ({lay.type_k}): {cache.k_bytes / MiB:7.2f} MiB, V ({lay.type_v}): "
+        f"{cache.v_bytes / MiB:7.2f} MiB"
+    )
     return out
 
 
