@@ -51,7 +51,12 @@ def test_create_then_idempotent_and_committed(one: FleetRepo, tmp_path: Path) ->
     assert live["live_commit"] == applied
     assert json.loads(one.fleet("plan", "--json").stdout)["live_commit"] == applied
     checked = one.fleet("check", "--json")
-    assert json.loads(checked.stdout) == {"in_sync": True, "drift": [], "live_commit": applied}
+    assert json.loads(checked.stdout) == {
+        "in_sync": True,
+        "drift": [],
+        "served": [],  # what the gateway serves differs in nothing from what was applied
+        "live_commit": applied,
+    }
     inventory = (one.root / "inventory" / "INVENTORY.md").read_text()
     assert "`flash`" in inventory and "mtp k=3" in inventory
 

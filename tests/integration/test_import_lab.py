@@ -126,6 +126,8 @@ def start_by_hand(lab: Lab) -> None:
     )
     initial = lab.initial_gateway_config
     lab.set_gateway_config(initial.replace("model_list:\n", "model_list:\n" + routes, 1))
+    restarted = lab.restart_gateway()  # put live, as by the hand that wrote it
+    assert restarted.returncode == 0, restarted.stdout + restarted.stderr
 
 
 def test_import_adopt_then_take_over_one_seat(clean_lab: Lab, tmp_path: Path) -> None:
