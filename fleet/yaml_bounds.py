@@ -21,7 +21,7 @@ import yaml  # type: ignore[import-untyped]
 
 MAX_BYTES = 1 << 20  # a desired/ file; the example fleet's largest is ~2 KB
 MAX_DEPTH = 32  # nested mappings and sequences
-MAX_VALUES = 100_000  # values in the document once every alias is expanded
+MAX_VALUES = 100_000  # values once every alias is expanded (more for a longer text: below)
 MAX_DIGITS = 64  # digits of an unquoted integer
 # C0 controls but tab, line feed and carriage return; DEL; C1 controls
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -46,11 +46,11 @@ def check_bounds(text: str, max_bytes: int = MAX_BYTES) -> Bound | None:
         line = text.count("\n", 0, control.start()) + 1
         return Bound(line, f"control character U+{ord(control.group()):04X} in the text")
     try:
-        return _walk(_libyaml_events(text))
+        return _walk(_libyaml_events(text), _value_limit(text))
     except yaml.YAMLError:
         pass
     try:
-        return _walk(_ruamel_events(text))
+        return _walk(_ruamel_events(text), _value_limit(text))
     except Exception:  # ruamel's syntax errors: the reader reports them
         return None
 
@@ -77,7 +77,14 @@ class _Frame(NamedTuple):
     size: list[int]  # one cell, so the frame can stay a tuple
 
 
-def _walk(events: Iterable[Any]) -> Bound | None:
+def _value_limit(text: str) -> int:
+    """How many values the text may expand to: a text without aliases holds fewer values
+    than it has characters, so a long plain file (a gateway config of thousands of entries)
+    passes, while aliases that expand a few hundred bytes past 100,000 values do not."""
+    return max(MAX_VALUES, len(text))
+
+
+def _walk(events: Iterable[Any], limit: int = MAX_VALUES) -> Bound | None:
     """Depth, expanded size and integer length, from the event stream alone."""
     sizes: dict[str, int] = {}
     stack: list[_Frame] = [_Frame(None, [0])]
@@ -107,8 +114,8 @@ def _walk(events: Iterable[Any]) -> Bound | None:
         else:
             continue
         stack[-1].size[0] += added
-        if sum(frame.size[0] for frame in stack) > MAX_VALUES:
-            return Bound(line, f"aliases expand to more than {MAX_VALUES:,} values")
+        if sum(frame.size[0] for frame in stack) > limit:
+            return Bound(line, f"aliases expand to more than {limit:,} values")
     return None
 
 
