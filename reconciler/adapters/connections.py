@@ -4,7 +4,8 @@ Observe and apply share them, so every command costs each host one SSH connectio
 journals of all connections record every command, SFTP operation and channel opened.
 `Connections` implements `reconciler.host.Sessions`. `open_all` starts the connections
 in the background, so that a command's own start-up (the planner's imports) overlaps
-the SSH handshakes instead of coming before them.
+the SSH handshakes instead of coming before them. `on_silence`, when set (apply sets its
+reporter's `waiting`), is told while a host leaves a command without reply.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from fleet.spec.models import DesiredFleet
+from reconciler.adapters.silence import Notify
 from reconciler.adapters.ssh import HostConnection, resolve_target, ssh_config_path
 
 
@@ -32,6 +34,7 @@ class Connections:
         self._failed: dict[str, Exception] = {}
         self._tried: set[str] = set()
         self.journal: list[tuple[str, str, str]] = []
+        self.on_silence: Notify | None = None
 
     def open_all(self, hosts: Iterable[str] | None = None) -> None:
         """Start connecting to every host (or those named) in the background.
@@ -71,8 +74,13 @@ class Connections:
         if conn is None:
             target = resolve_target(self.desired.hosts[host], self.ssh_config)
             conn = HostConnection(target, timeout=self.timeout).connect()
+            conn.on_silence = self._silent
             self._open[host] = conn
         return conn
+
+    def _silent(self, reason: str, seconds: float) -> None:
+        if self.on_silence is not None:
+            self.on_silence(reason, seconds)
 
     def operations(self) -> list[tuple[str, str, str]]:
         """(host, kind, detail) of every operation on every connection, in order per host."""

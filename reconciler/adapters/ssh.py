@@ -21,6 +21,7 @@ from typing import Any
 
 from fleet.errors import HostAuthError, HostError, HostUnreachable
 from fleet.spec.models import Host
+from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import CommandResult as CommandResult
 from reconciler.host import checked
 
@@ -48,6 +49,7 @@ defer_import("invoke")
 import paramiko  # noqa: E402  (after the deferral, which must come first)
 
 from reconciler.adapters import sftp_files  # noqa: E402  (it imports paramiko)
+from reconciler.adapters.silence import Notify, Watch, read_stdout  # noqa: E402
 
 # What fleet reads from a host at most: a fact script's output (seats' log tails included)
 # and a file (a gateway config, a compose file); more is refused, not buffered.
@@ -109,6 +111,8 @@ class HostConnection:
     target: SshTarget
     timeout: float = 15.0
     journal: list[tuple[str, str]] = field(default_factory=list)
+    clock: Clock = SYSTEM_CLOCK
+    on_silence: Notify | None = None  # told while a command's channel stays silent
     _client: paramiko.SSHClient | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -193,12 +197,15 @@ class HostConnection:
         self.journal.append(("exec", command))
         try:
             channel = self.client.get_transport().open_session()  # type: ignore[union-attr]
-            channel.settimeout(timeout or max(self.timeout, 120.0))
+            bound = timeout or max(self.timeout, 120.0)
+            channel.settimeout(bound)
             channel.exec_command(command)
             if stdin is not None:
                 channel.sendall(stdin.encode())
             channel.shutdown_write()
-            stdout, stderr = _drain(channel, MAX_OUTPUT_BYTES)
+            what = f"`{command.split()[0] if command.split() else command}`"
+            watch = Watch(self.target.name, what, bound, self.clock, self.on_silence)
+            stdout, stderr = _drain(channel, watch, MAX_OUTPUT_BYTES)
             if stdout is None:
                 channel.close()
                 raise HostError(
@@ -262,22 +269,34 @@ class HostConnection:
             ) from err
 
 
-def _drain(channel: paramiko.Channel, limit: int) -> tuple[bytes | None, bytes]:
+def _drain(channel: paramiko.Channel, watch: Watch, limit: int) -> tuple[bytes | None, bytes]:
     """Read stdout and stderr to their ends at once, so neither can block the other;
-    stdout None when it ran past `limit` bytes (stderr past it is dropped)."""
+    stdout None when it ran past `limit` bytes (stderr past it is dropped). A silent
+    channel is watched (`reconciler.adapters.silence`): HostUnreachable after its bound."""
     err = bytearray()
+    done = threading.Event()
 
     def read_stderr() -> None:
-        while chunk := channel.recv_stderr(65536):
+        while not done.is_set():
+            try:
+                chunk = channel.recv_stderr(65536)
+            except TimeoutError:  # the poll of a silent channel; stdout's reader judges it
+                continue
+            if not chunk:
+                return
             if len(err) < limit:
                 err.extend(chunk[: limit - len(err)])
 
     reader = threading.Thread(target=read_stderr, daemon=True)
     reader.start()
-    out = bytearray()
-    while chunk := channel.recv(65536):
-        out.extend(chunk)
-        if len(out) > limit:
-            return None, bytes(err)
+    try:
+        out = read_stdout(channel, watch, limit)
+    except HostUnreachable:
+        done.set()
+        channel.close()
+        raise
+    if out is None:
+        done.set()
+        return None, bytes(err)
     reader.join()
-    return bytes(out), bytes(err)
+    return out, bytes(err)

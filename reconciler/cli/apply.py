@@ -110,6 +110,7 @@ def apply(
     from reconciler.workflows.converge import ApplyRun, apply_and_commit
     from reconciler.workflows.interrupt import catching_signals
     from reconciler.workflows.plans import build_plan, fresh_saved_plan
+    from reconciler.workflows.wave_run import SerialReporter
 
     output = output_of(ctx)
     repo = open_fleet(output, desired)
@@ -132,6 +133,8 @@ def apply(
                 interrupt=interrupt,
             )
             reporter = TerminalReporter(output)
+            if hasattr(connections, "on_silence"):  # SSH: a silent host is named while waited on
+                connections.on_silence = SerialReporter(reporter).waiting
             run = ApplyRun(repo, connections, options, reporter, push)
             applied = apply_and_commit(run, plan)
         if plan.empty:

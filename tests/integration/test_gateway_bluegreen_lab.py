@@ -10,7 +10,10 @@ alias, plan 0 after), a surge whose new copy fails its gate (rolled back, the ol
 serving throughout), and a new proxy that fails its verification (rolled back, the old
 proxy serving throughout). Between the recreate and the surges, SIGTERM sent
 to a real `fleet apply` while the new coder loads: rolled back, exit 143, no lock left,
-the inventory commit says what was done. Real LiteLLM proxies, real nginx, real sshd;
+the inventory commit says what was done. Last, a real `fleet apply` killed by its failpoint
+during a surge's health gate, then again after writing the gateway config before the
+front switched: the next plain apply converges with no unlock, no request lost on `chat`.
+Real LiteLLM proxies, real nginx, real sshd;
 what the fake hosts prove (tests/unit/workflows/test_gateway_switch.py,
 tests/unit/cli/test_apply_interrupts.py, tests/unit/cli/test_apply_surge.py,
 tests/unit/plan/test_strategy.py) is not
@@ -246,3 +249,53 @@ def test_plan_says_a_front_loses_no_alias(fleet: FleetRepo) -> None:
     assert plan.returncode == 2, plan.stdout + plan.stderr
     assert "gateway: blue/green behind the front" in plan.stdout
     assert "no alias unavailable" in plan.stdout
+
+
+def test_an_apply_killed_at_its_worst_boundaries_is_finished_by_the_next_plain_one(
+    fleet: FleetRepo,
+) -> None:
+    """A real `fleet apply` killed (SIGKILL, by its failpoint) while a surge's new copy
+    waits for its health gate, then the next one killed after writing the gateway config
+    but before the front switched: the next plain apply takes the locks over and
+    converges, the new alias answers through the front, and `chat` (untouched) loses no
+    request. tests/unit/cli/test_apply_crash.py kills at every boundary on fake hosts."""
+    reason = (fleet.desired / "seats" / "reason.yaml").read_text()
+    if "aliases: [reason, chat]\n" in reason:  # the plan-only edit above, not applied
+        fleet.edit(
+            "seats/reason.yaml", "aliases: [reason, chat]", "aliases: [reason, chat, assistant]"
+        )
+    coder = (fleet.desired / "seats" / "coder.yaml").read_text()
+    aliases = next(line for line in coder.splitlines() if line.startswith("aliases: ["))
+    fleet.edit("seats/coder.yaml", aliases, aliases.replace("]", ", late]"))
+    context = next(line for line in coder.splitlines() if line.startswith("context: "))
+    fleet.edit("seats/coder.yaml", context, "context: 1024")
+    lab = fleet.lab
+    started = time.monotonic()
+    with ClientLoad(lab.gateway_url, lab.master_key, ["chat"], max_seconds=300) as load:
+        for point in ("surge.started", "gateway.config_written"):
+            killed = fleet.fleet(
+                "apply", "--auto-approve", env={"FLEET_FAILPOINT": f"after:{point}"}
+            )
+            assert killed.returncode == -signal.SIGKILL, killed.stdout + killed.stderr
+            assert f"failpoint {point}: killing this process" in killed.stderr
+        left = fleet.fleet("plan")
+        assert left.returncode != 0, left.stdout
+        assert "stale lock" in left.stdout and "two-copies" in left.stdout, left.stdout
+        result = fleet.fleet("apply", "--auto-approve", "--timeout", "240")
+    print(f"two kills and the recovering apply took {time.monotonic() - started:.1f} s")
+    report = load.report()
+    print(report.summary())
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    assert "took over the lock of an apply that is gone" in output
+    assert "fleet unlock" not in output
+    assert report.aliases["chat"].total >= 8 and report.aliases["chat"].failed == 0, (
+        report.summary()
+    )
+    status, body = chat(lab, "late")
+    assert status == 200, body
+    assert [c for c in containers(lab) if "coder" in c] != [], containers(lab)
+    assert len([c for c in containers(lab) if "-coder" in c]) == 1, containers(lab)
+    assert lab.run("tower", f"test -e {LOCK} || echo none").stdout.strip() == "none"
+    assert fleet.fleet("plan").returncode == 0
+    assert fleet.fleet("check").returncode == 0

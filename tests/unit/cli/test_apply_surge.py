@@ -2,7 +2,9 @@
 seat's second port, the gateway moves blue/green behind its front, the old copy drains and
 goes; plan is 0 after, and the next surge goes back to the first port. A new copy that
 fails its gate is removed and the old one never stops serving. Seats sharing a GPU surge
-one after another, and a recreate on that GPU never overlaps a surge.
+one after another, and a recreate on that GPU never overlaps a surge. A host that stops
+answering while the new copy starts fails the step at the call's bound (on the fake
+clock) and the surge rolls back.
 
 Fake hosts (tests/unit/cli/fake_fleet.py) and the real command line;
 tests/integration/test_gateway_bluegreen_lab.py surges a real seat under client load.
@@ -13,10 +15,13 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from fleet.gateways.litellm.config import parse_gateway_config
+from reconciler.adapters.silence import Watch, read_stdout
+from tests.fakes.clock import FakeClock
 from tests.fakes.gateway import FakeGateway
 from tests.unit.cli.fake_fleet import GATEWAY_CONFIG, MASTER_KEY, FakeFleet, make_fleet
 
@@ -166,3 +171,45 @@ def test_a_seat_removed_after_a_surge_goes_from_its_second_port(two: FakeFleet) 
     assert result.returncode == 0, result.stdout + result.stderr
     assert "coder-b" not in services(two) and "coder" not in services(two)
     assert "coder-b:" not in two.hosts["tower"].files["/srv/fleet/compose.yaml"]
+
+
+class Frozen:
+    """The channel of a command on a host that stopped answering: every read times out
+    (after moving the fake clock by the channel's timeout, as a real one waits)."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock, self.timeout = clock, 0.0
+
+    def settimeout(self, timeout: float | None) -> None:
+        self.timeout = timeout or 0.0
+
+    def recv(self, size: int) -> bytes:
+        self.clock.now += self.timeout
+        raise TimeoutError("timed out")
+
+
+def test_a_host_that_stops_answering_while_the_new_copy_starts_fails_the_step_and_rolls_back(
+    two: FakeFleet, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tower = two.hosts["tower"]
+    before = tower.containers["coder"].id
+    answer = tower.run
+    bounds: list[float] = []
+
+    def run(command: str, *, stdin: str | None = None, timeout: float | None = None) -> Any:
+        if command.endswith("up -d --no-deps coder-b"):  # the SSH channel goes silent
+            bounds.append(timeout or 120.0)
+            watch = Watch("tower", "`docker`", bounds[-1], two.clock)
+            read_stdout(Frozen(two.clock), watch, 1024)
+        return answer(command, stdin=stdin, timeout=timeout)
+
+    monkeypatch.setattr(tower, "run", run)
+    two.edit("seats/coder.yaml", "context: 2048", "context: 4096")
+    started = two.clock.now
+    result = two.fleet("apply", "--auto-approve")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert f"no reply from tower for {bounds[0]:.0f} s (waiting on `docker`)" in result.stderr
+    assert "rolled back" in result.stderr, result.stderr
+    assert "coder-b" not in tower.containers
+    assert tower.containers["coder"].id == before and tower.containers["coder"].running
+    assert two.clock.now - started < bounds[0] + 60, "the step gave up at its bound"
