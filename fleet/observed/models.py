@@ -247,12 +247,21 @@ class ObservedGateway(CoreModel):
     probes: dict[str, BackendProbe] = Field(default_factory=dict)
     served: ServedGateway | None = None
 
+    _by_seat: _Memo = PrivateAttr(default_factory=_Memo)
+
     def routed_ports(self, seat: str) -> set[int]:
         """The ports the gateway routes this seat's aliases to: as served when the proxy
-        says, else as its config file says."""
+        says, else as its config file says (the entries indexed by seat once per config)."""
         if self.config is None:
             return set()
-        entries = [e for e in self.config.entries if e.seat == seat and e.address]
+        source, index = self._by_seat.built
+        if not source or source[0] is not self.config:
+            index = {}
+            for entry in self.config.entries:
+                if entry.seat is not None and entry.address:
+                    index.setdefault(entry.seat, []).append(entry)
+            self._by_seat.built = ((self.config,), index)
+        entries = index.get(seat, [])
         served = self.served.routes if self.served and self.served.routes else None
         bases = [(served or {}).get(e.alias) or e.address for e in entries]
         return {port for base in bases if (port := _port(base)) is not None}
@@ -308,11 +317,18 @@ class Observation(CoreModel):
             old.port in routed,
         )
 
+    _copies: _Memo = PrivateAttr(default_factory=_Memo)
+
     def copies(self, name: str) -> list[tuple[ObservedHost, ObservedSeat]]:
-        """Every running managed copy of a seat (two after an interrupted surge)."""
-        return [
-            (host, seat)
-            for host in self.hosts.values()
-            for seat in host.seats
-            if seat.managed and seat.name == name and seat.container.running
-        ]
+        """Every running managed copy of a seat (two after an interrupted surge); indexed
+        once per set of hosts, as `seat` is."""
+        hosts = tuple(self.hosts.values())
+        source, index = self._copies.built
+        if len(source) != len(hosts) or not all(map(is_, source, hosts)):
+            index = {}
+            for host in hosts:
+                for seat in host.seats:
+                    if seat.managed and seat.container.running:
+                        index.setdefault(seat.name, []).append((host, seat))
+            self._copies.built = (hosts, index)
+        return list(index.get(name, []))
