@@ -162,9 +162,10 @@ def procs_read(path: Path) -> str:
 
 def kill_leftovers(state: LabState, plan: Footprint) -> None:
     """Anything still in the hosts' namespaces or containers is the lab's: kill it, and
-    look again (a container's shim can start a process while the first ones die)."""
+    look again (a container's shim can start a process while the first ones die, and
+    after its engine was killed -9 it did so a third time in one run on a new machine)."""
     roots = {Path(host["root"]) for host in state.hosts.values()}
-    for _ in range(3):
+    for _ in range(6):
         leftovers = procs.pids_in_namespaces(set(plan.namespaces), roots)
         leftovers += container_pids(container_ids(state))
         if not leftovers:
