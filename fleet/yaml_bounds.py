@@ -88,6 +88,7 @@ def _walk(events: Iterable[Any], limit: int = MAX_VALUES) -> Bound | None:
     """Depth, expanded size and integer length, from the event stream alone."""
     sizes: dict[str, int] = {}
     stack: list[_Frame] = [_Frame(None, [0])]
+    total = 0  # the values of every frame on the stack: a closed frame's move to its parent
     for event in events:
         kind = type(event).__name__
         line = event.start_mark.line + 1 if event.start_mark is not None else 1
@@ -95,10 +96,12 @@ def _walk(events: Iterable[Any], limit: int = MAX_VALUES) -> Bound | None:
             if len(stack) > MAX_DEPTH:
                 return Bound(line, f"nested more than {MAX_DEPTH} levels deep")
             stack.append(_Frame(event.anchor, [1]))
+            total += 1
             continue
         if kind in ("MappingEndEvent", "SequenceEndEvent"):
             frame = stack.pop()
             added = frame.size[0]
+            total -= added  # counted again below, in its parent
             if frame.anchor is not None:
                 sizes[frame.anchor] = added
         elif kind == "AliasEvent":
@@ -114,7 +117,8 @@ def _walk(events: Iterable[Any], limit: int = MAX_VALUES) -> Bound | None:
         else:
             continue
         stack[-1].size[0] += added
-        if sum(frame.size[0] for frame in stack) > limit:
+        total += added
+        if total > limit:
             return Bound(line, f"aliases expand to more than {limit:,} values")
     return None
 
