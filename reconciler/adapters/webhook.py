@@ -57,9 +57,13 @@ class Notifier:
                 self.failed += 1
 
     def drain(self, timeout: float = 10.0) -> None:
-        """Wait (bounded) until queued events are sent, e.g. before the process exits."""
+        """Wait (bounded) until queued events are sent, e.g. before the process exits.
+
+        An event the worker has taken but not yet posted has left the queue: it counts as
+        unfinished until its post ends, so drain waits for it too.
+        """
         deadline = self.clock.monotonic() + timeout
-        while self.url and not self._queue.empty() and self.clock.monotonic() < deadline:
+        while self.url and self._queue.unfinished_tasks and self.clock.monotonic() < deadline:
             self.clock.sleep(0.05)
 
     def _work(self) -> None:
