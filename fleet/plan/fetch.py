@@ -3,11 +3,14 @@ in wave 0 before any seat starts; plan shows what it copies and the room it land
 
 Called by `fleet.plan.plan`. One action per (host, model path), whichever seats share
 it: `+ model Qwen3-32B on tower` with `65.5 GB from store nas, 412 GB free on /models`.
-Its size is the source's listing as the host saw it (`ObservedHost.sources`), else the
-manifest's sizes (the hub's own listing is not read); what an interrupted copy already
-left in the temporary directory counts as copied. Blockers: the source is unreachable
-from the host (or `hf` is not installed there), or the models root's filesystem lacks the
-room (both numbers named), or its free space could not be read.
+Its size rests on the facts apply's check uses: the store's listing as the host saw it
+(`ObservedHost.sources`), a manifest's sizes, or the hub's own file list of the
+repository at its revision, which plan reads as apply does (from the host) unless the
+origin needs a token: plan holds no secret, so it says that the hub's list, and with it
+the size and the room, is first read at apply. What an interrupted copy already left in
+the temporary directory counts as copied. Blockers: the source is unreachable from the
+host (the store, the hub, or `hf` not installed there), or the models root's filesystem
+lacks the room (both numbers named), or its free space could not be read.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from collections.abc import Iterator
 
 from fleet.observed.models import Observation, ObservedHost
 from fleet.plan.actions import Action, ActionKind, Blocker
-from fleet.render.model_fetch import fetches
+from fleet.render.model_fetch import fetches, hub_listed_in_plan
 from fleet.spec.model_origin import ModelOrigin
 from fleet.spec.models import DesiredFleet
 from fleet.units import human_bytes
@@ -46,7 +49,7 @@ def fetch_actions(
 def source_size(host: ObservedHost, path: str, origin: ModelOrigin) -> int | None:
     """Bytes the fetch brings: the source's listing, else the manifest's sizes."""
     listing = host.sources.get(path)
-    if listing is not None and listing.files:
+    if listing is not None and listing.size is not None:
         return listing.size
     sizes = [entry.size for entry in (origin.manifest or {}).values()]
     return sum(s for s in sizes if s is not None) if sizes and None not in sizes else None
@@ -60,9 +63,12 @@ def _needed(host: ObservedHost, path: str, origin: ModelOrigin) -> int | None:
 
 
 def _from(desired: DesiredFleet, origin: ModelOrigin) -> str:
-    if origin.kind == "hf":
-        return f"from the hub ({origin.location}@{origin.pinned_revision or 'main'})"
-    return f"from store {origin.store} ({origin.location})"
+    if origin.kind != "hf":
+        return f"from store {origin.store} ({origin.location})"
+    hub = f"from the hub ({origin.location}@{origin.pinned_revision or 'main'})"
+    if origin.manifest or hub_listed_in_plan(origin):
+        return hub
+    return f"{hub}: its file list needs the token, so size and room are checked at apply"
 
 
 def _summary(desired: DesiredFleet, host: ObservedHost, path: str, origin: ModelOrigin) -> str:

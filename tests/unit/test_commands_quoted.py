@@ -35,6 +35,7 @@ QUOTING = {  # calls that quote what they are given (each is in the table below,
     "restart_command",
     "_with_port",
     "_own_temporary",
+    "temporary_glob",
 }
 SAFE_TYPES = {"int", "float"}
 HOSTILE = "x;touch${IFS}pwned;#$(id)`id` 'q\"\n"  # a name: no slash
@@ -142,6 +143,11 @@ def test_a_seat_name_from_a_host_reaches_docker_ps_as_one_argument() -> None:
     ]
 
 
+def tmp(name: str) -> str:
+    """A fetch's temporary directory for /models/<name>."""
+    return model_fetch.temporary_prefix(f"/models/{name}") + "AbCdE01234"
+
+
 BUILDERS = [
     (
         "systemctl",
@@ -154,13 +160,17 @@ BUILDERS = [
         ["docker", "restart", HOSTILE],
     ),
     ("unused-env", lambda v: systemd_runtime.unused_env_files(v, SystemdHostSettings()), None),
-    ("finish", lambda v: model_fetch.finish_command(f"/models/{v}"), None),
-    ("digest", lambda v: model_fetch.digest_command("/models/m", [v]), None),
+    ("finish", lambda v: model_fetch.finish_command(f"/models/{v}", tmp(v)), None),
+    ("finish-file", lambda v: model_fetch.finish_command(f"/models/{v}.gguf", tmp(v)), None),
+    ("digest", lambda v: model_fetch.digest_command("/models/m", [v], tmp("m")), None),
     ("installed-digest", lambda v: model_fetch.installed_digest_command(f"/models/{v}", [v]), None),
-    ("landed", lambda v: model_fetch.landed_listing(f"/models/{v}"), None),
+    ("landed", lambda v: model_fetch.landed_listing(f"/models/{v}", tmp(v)), None),
+    ("temporary", lambda v: model_fetch.temporary_command(f"/models/{v}"), None),
     (
         "copy",
-        lambda v: model_fetch.copy_command(ModelOrigin(source="hf://a/b"), {}, f"/models/{v}"),
+        lambda v: model_fetch.copy_command(
+            ModelOrigin(source="hf://a/b"), {}, f"/models/{v}", tmp(v)
+        ),
         None,
     ),
 ]

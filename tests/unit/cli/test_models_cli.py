@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from fleet.facts.provenance import parse_provenance, recorded_files
+from fleet.render.model_fetch import is_temporary_of, temporary_prefix
 from reconciler.host import CommandResult
-from tests.fakes.models import ACCESSED, FakeStore, fake_digest
+from tests.fakes.models import ACCESSED, FakeStore, fake_digest, temporary
 from tests.unit.cli.fake_fleet import MASTER_KEY, FakeFleet, make_fleet
 
 PATH = "/models/TinyLlama-1.1B-Chat-FP8"
@@ -28,6 +29,7 @@ SOURCE = "/srv/models/TinyLlama-1.1B-Chat-FP8"
 FILES = {"config.json": 663, "model.safetensors": 1_100_000_000, "tokenizer.json": 1_800_000}
 STORE = "stores:\n  nas: {address: 10.0.0.9, user: models, identity_file: /etc/fleet/nas}\n"
 COMMIT = "fe8a4ea1ffedaf415f4da2f062534de366a451e6"
+TMP = temporary_prefix(PATH)  # `/models/.TinyLlama-1.1B-Chat-FP8.partial.` and mktemp's part
 
 
 @pytest.fixture
@@ -68,7 +70,7 @@ def test_fetch_is_planned_applied_checked_and_then_in_sync(fake: FakeFleet) -> N
     assert tower.models[PATH] == FILES and not tower.partial
     assert sorted(tower.copied) == sorted(FILES)
     rsync = next(c for _, c in tower.journal if "rsync" in c)
-    assert f"models@10.0.0.9:{SOURCE}/ /models/.TinyLlama-1.1B-Chat-FP8.partial/" in rsync
+    assert f"models@10.0.0.9:{SOURCE}/ {TMP}" in rsync
     assert "ssh -i /etc/fleet/nas" in rsync, "the host's own key to the store"
     lineage = parse_provenance(tower.files[PATH + ".PROVENANCE.txt"])
     assert lineage.get("source") == f"store:nas:{SOURCE}"
@@ -120,7 +122,8 @@ def test_interrupted_copy_leaves_no_model_and_the_next_apply_resumes(fake: FakeF
     assert "the next apply resumes it" in failed.stderr
     assert PATH not in tower.models and PATH + ".PROVENANCE.txt" not in tower.files
     assert tower.started == [], "no seat started on half a model"
-    assert tower.partial == {"/models/.TinyLlama-1.1B-Chat-FP8.partial": {"config.json": 663}}
+    assert list(tower.partial.values()) == [{"config.json": 663}]
+    assert all(is_temporary_of(tmp, PATH) for tmp in tower.partial)
     plan = fake.fleet("plan")
     assert "(resumes: 663 B already copied)" in plan.stdout
     apply(fake)
@@ -162,8 +165,7 @@ def test_hf_source_gets_its_token_on_stdin_and_checks_digests(
     apply(fake)
     download = next(c for _, c in tower.journal if "hf download" in c)
     assert (
-        "hf download TinyLlama/TinyLlama-1.1B-Chat-v1.0 --revision "
-        f"{COMMIT} --local-dir /models/.TinyLlama-1.1B-Chat-FP8.partial"
+        f"hf download TinyLlama/TinyLlama-1.1B-Chat-v1.0 --revision {COMMIT} --local-dir {TMP}"
     ) in download
     assert "hf_notarealtoken" not in download and tower.tokens == [
         "hf_notarealtokenbutlongenough123\n"
@@ -310,10 +312,7 @@ def test_verify_hashes_every_recorded_file(fake: FakeFleet, corrupt: bool) -> No
 
 def test_prune_frees_an_abandoned_partial_and_keeps_one_a_fetch_resumes(fake: FakeFleet) -> None:
     tower = fake.hosts["tower"]
-    abandoned, resumed = (
-        "/models/.Qwen3-32B-old.partial",
-        "/models/.TinyLlama-1.1B-Chat-FP8.partial",
-    )
+    abandoned, resumed = temporary("/models/Qwen3-32B-old"), temporary(PATH)
     tower.partial[abandoned] = {"model-00001.safetensors": 5_000_000_000}
     tower.partial[resumed] = {"config.json": 663}  # coder's fetch would resume it
     aged = fake.fleet("models", "prune", "--older-than", "1d", "--auto-approve")
@@ -368,7 +367,7 @@ def test_prune_never_offers_a_partial_a_seat_uses_or_not_named_as_one(fake: Fake
 
 def test_a_file_planted_in_the_temporary_path_fails_the_fetch(fake: FakeFleet) -> None:
     tower = fake.hosts["tower"]
-    tower.partial["/models/.TinyLlama-1.1B-Chat-FP8.partial"] = {"modeling_evil.py": 10}
+    tower.partial[temporary(PATH)] = {"modeling_evil.py": 10}
     result = fake.fleet("apply", "--auto-approve", "--timeout", "120")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "modeling_evil.py: not in the source" in result.stdout + result.stderr
@@ -387,7 +386,7 @@ def test_hf_without_a_manifest_is_checked_against_the_hubs_file_list(
     tower = fake.hosts["tower"]
     tower.hub["TinyLlama/T"] = {"config.json": 663, "model.safetensors": 4096}
     if planted:
-        tower.partial["/models/.TinyLlama-1.1B-Chat-FP8.partial"] = {"modeling_evil.py": 10}
+        tower.partial[temporary(PATH)] = {"modeling_evil.py": 10}
     result = fake.fleet("apply", "--auto-approve", "--timeout", "120")
     listing = next(c for _, c in tower.journal if c.startswith("hub_python="))
     assert shlex.split(listing.split(" $hub_python ", 1)[1])[2:] == ["TinyLlama/T", COMMIT]
