@@ -53,16 +53,24 @@ def fake_digest(name: str, size: int) -> str:
     return hashlib.sha256(f"{name}:{size}".encode()).hexdigest()
 
 
+def section(mark: str, kind: str, arg: str) -> str:
+    """A section's first line as the script's `mark` prints it: an argument holding a
+    newline, or starting with `%`, as `%` and its bytes in hex."""
+    if "\n" in arg or arg.startswith("%"):
+        arg = "%" + arg.encode().hex()
+    return f"{mark}{kind} {arg}"
+
+
 def model_sections(host: FakeHost, script: str, mark: str = MARK) -> list[str]:
     """The fact script's model, files, provenance, df and source sections for this host."""
     parts = []
     for path, files in sorted(host.models.items()):
         size = str(sum(files.values()))
-        parts += [f"{mark}gguf {path}", size, ""] if path.endswith(".gguf") else []
-        parts += [] if path.endswith(".gguf") else [f"{mark}model {path}", size]
+        parts += [section(mark, "gguf", path), size, ""] if path.endswith(".gguf") else []
+        parts += [] if path.endswith(".gguf") else [section(mark, "model", path), size]
         if (lineage := host.files.get(path + PROVENANCE_SUFFIX)) is not None:
-            parts += [f"{mark}provenance {path}", lineage]
-        parts.append(f"{mark}files {path}")
+            parts += [section(mark, "provenance", path), lineage]
+        parts.append(section(mark, "files", path))
         parts.append(
             "".join(
                 f"{n}\t{host.accessed.get(path, ACCESSED)}\t"
@@ -71,7 +79,7 @@ def model_sections(host: FakeHost, script: str, mark: str = MARK) -> list[str]:
             )
         )
     for tmp, files in sorted(host.partial.items()):
-        parts += [f"{mark}partial-dir {tmp}", str(sum(files.values()))]
+        parts += [section(mark, "partial-dir", tmp), str(sum(files.values()))]
     parts += [f"{mark}df", "Filesystem 1-blocks Used Available Capacity Mounted on"]
     parts.append(f"/dev/fake 4000000000000 1 {host.disk_free} 1% /models")
     pattern = r"if \[ ! -e (\S+) \]; then mark source \S+; \( (.*?) \) 2>&1; mark source-rc"

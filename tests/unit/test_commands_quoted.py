@@ -21,6 +21,7 @@ from fleet.observed.assemble import observed_seat
 from fleet.render import model_fetch
 from fleet.spec.host_settings import SystemdHostSettings
 from fleet.spec.model_origin import ModelOrigin
+from fleet.spec.models import Host, HostSsh
 from reconciler.runtimes import compose as compose_runtime
 from reconciler.runtimes import systemd as systemd_runtime
 from tests.fakes.host import FakeHost
@@ -146,6 +147,19 @@ def test_a_seat_name_from_a_host_reaches_docker_ps_as_one_argument() -> None:
 def tmp(name: str) -> str:
     """A fetch's temporary directory for /models/<name>."""
     return model_fetch.temporary_prefix(f"/models/{name}") + "AbCdE01234"
+
+
+def test_restoring_units_removes_the_unit_file_listed_and_no_other() -> None:
+    """A unit file named with a space is one name: restore, which removes fleet's units
+    that the snapshot did not have, never takes a word of it for another unit's file."""
+    units = "/etc/systemd/system"
+    host = FakeHost("rtx3090", docker=False)
+    host.files[f"{units}/fleet-zz sshd.service"] = "[Service]\nExecStart=/bin/true\n"
+    host.files[f"{units}/sshd.service"] = "[Service]\nExecStart=/usr/sbin/sshd -D\n"
+    spec = Host(name="rtx3090", ssh=HostSsh(alias="rtx3090"), address="10.0.0.2", runtime="systemd")
+    assert "fleet-zz sshd.service" in systemd_runtime.SystemdAdapter().snapshot(host, spec) or ""
+    systemd_runtime.SystemdAdapter().restore(host, spec, None)
+    assert sorted(p for p in host.files if p.startswith(units)) == [f"{units}/sshd.service"]
 
 
 BUILDERS = [

@@ -365,6 +365,25 @@ def test_prune_never_offers_a_partial_a_seat_uses_or_not_named_as_one(fake: Fake
     assert PATH in tower.models
 
 
+def test_a_model_directory_named_with_a_newline_is_a_model_of_its_own(fake: FakeFleet) -> None:
+    """Printed raw, `<coder's model>\\n1` would have given coder's model its size and
+    files; it is one unused directory, which prune removes, and nothing else."""
+    apply(fake)
+    tower = fake.hosts["tower"]
+    odd = f"{PATH}\n1"
+    tower.models[odd] = {"config.json": 1, "evil\n5\t0\t0\tconfig.json": 2}
+    listed = json.loads(fake.fleet("models", "--json").stdout)
+    rows = {row["path"]: row for row in listed["models"]}
+    assert sorted(rows) == [PATH, odd]
+    assert (rows[PATH]["size_bytes"], rows[PATH]["seats"]) == (sum(FILES.values()), ["coder"])
+    assert (rows[odd]["size_bytes"], rows[odd]["seats"]) == (3, [])
+    assert "model-changed" not in fake.fleet("plan").stdout
+    pruned = fake.fleet("models", "prune", "--auto-approve")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert [p for kind, p in tower.journal if kind == "removed"] == [odd]
+    assert tower.models[PATH] == FILES
+
+
 def test_a_file_planted_in_the_temporary_path_fails_the_fetch(fake: FakeFleet) -> None:
     tower = fake.hosts["tower"]
     tower.partial[temporary(PATH)] = {"modeling_evil.py": 10}
