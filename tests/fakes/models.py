@@ -153,7 +153,8 @@ def hub_files(host: FakeHost, command: str, stdin: str | None) -> CommandResult:
     if not host.has_hf:
         return CommandResult(127, "", "sed: can't read : No such file or directory")
     repo = shlex.split(command.split(" $hub_python ", 1)[1])[2]
-    host.tokens.append(stdin or "")
+    if stdin is not None:  # the token, when the command reads one
+        host.tokens.append(stdin)
     files = host.hub.get(repo)
     if files is None:
         return CommandResult(1, "", f"huggingface_hub.errors.RepositoryNotFoundError: {repo}")

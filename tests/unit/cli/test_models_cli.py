@@ -416,3 +416,58 @@ def test_hf_without_a_manifest_is_checked_against_the_hubs_file_list(
     else:
         assert result.returncode == 0, result.stdout + result.stderr
         assert tower.models[PATH] == {"config.json": 663, "model.safetensors": 4096}
+
+
+HUB_PLANS = [
+    (
+        "public",
+        "",
+        {"T": {"config.json": 663, "model.safetensors": 4096}},
+        2,
+        "4.8 kB from the hub",
+    ),
+    (
+        "public-size-unsaid",
+        "",
+        {"T": {"config.json": 663, "x": -1}},
+        2,
+        "size unknown from the hub",
+    ),
+    (
+        "public-not-found",
+        "",
+        {},
+        1,
+        f"source hf://TinyLlama/T@{COMMIT} is unreachable from tower: "
+        "huggingface_hub.errors.RepositoryNotFoundError: TinyLlama/T",
+    ),
+    (
+        "with-token",
+        "\n  token: ${HF_TOKEN}",
+        {},
+        2,
+        f"size unknown from the hub (TinyLlama/T@{COMMIT}): its file list needs the token, "
+        "so size and room are checked at apply",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("token", "hub", "status", "said"), [p[1:] for p in HUB_PLANS], ids=[p[0] for p in HUB_PLANS]
+)
+def test_plan_reads_the_hubs_file_list_as_apply_does_or_says_it_does_not(
+    fake: FakeFleet, token: str, hub: dict[str, dict[str, int]], status: int, said: str
+) -> None:
+    """An hf:// source without a manifest: plan asks the hub from the host (the command
+    apply runs) for its size, or says that a token-gated list is first read at apply."""
+    fake.edit(
+        "seats/coder.yaml",
+        f"  source: store:nas:{SOURCE}\n  revision: r2026-11",
+        f"  source: hf://TinyLlama/T@{COMMIT}{token}",
+    )
+    tower = fake.hosts["tower"]
+    tower.hub.update({f"TinyLlama/{name}": files for name, files in hub.items()})
+    plan = fake.fleet("plan")
+    assert plan.returncode == status, plan.stdout + plan.stderr
+    assert said in plan.stdout
+    assert tower.tokens == [], "plan sends no token"
