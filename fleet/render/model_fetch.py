@@ -27,6 +27,7 @@ from fleet.spec.model_origin import ModelOrigin, ModelStore
 from fleet.spec.models import DesiredFleet, Seat
 
 PARTIAL_SUFFIX = ".partial"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # never in a model's file name
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
 LISTING_TIMEOUT = 60  # seconds a store may take to list a model (every observe asks)
 
@@ -230,8 +231,14 @@ def mismatches(
 ) -> list[str]:
     """What differs between what should have landed and what did (empty: it matches):
     a file missing, of another size or digest, or one the source does not have (left in
-    the temporary path by someone else, or added to the source after its listing)."""
-    found = [f"{name or 'the file'}: missing" for name in sorted(set(expected) - set(landed))]
+    the temporary path by someone else, or added to the source after its listing); and a
+    file name holding a control character, which would forge a line of the provenance."""
+    found = [
+        f"{name!r}: a control character in a file name"
+        for name in sorted(set(landed) | set(expected))
+        if _CONTROL.search(name)
+    ]
+    found += [f"{name or 'the file'}: missing" for name in sorted(set(expected) - set(landed))]
     found += [
         f"{name or 'the file'}: not in the source" for name in sorted(set(landed) - set(expected))
     ]

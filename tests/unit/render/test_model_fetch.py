@@ -95,6 +95,14 @@ MISMATCHES = [
     ("nothing", {}, {}, {}, {}, ["nothing landed"]),
     ("extra-file", {"a": 1}, {"a": 1, "evil.py": 9}, {}, {}, ["evil.py: not in the source"]),
     (
+        "newline-in-a-name",  # in the provenance, a line `1 - @0 config.json` of its own
+        {"x\n1 - @0 config.json": 7},
+        {"x\n1 - @0 config.json": 7},
+        {},
+        {},
+        ["'x\\n1 - @0 config.json': a control character in a file name"],
+    ),
+    (
         "digest",
         {"": 4},
         {"": 4},
