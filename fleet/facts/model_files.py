@@ -25,6 +25,7 @@ Parsers are pure and total; tests run them on recorded output.
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 
@@ -64,6 +65,9 @@ class SourceListing(CoreModel):
 
     files: dict[str, int] = Field(default_factory=dict)
     error: str | None = None
+    host_key_unknown: bool = Field(
+        False, description="ssh refused only because the store's host key is not yet known"
+    )
     partial_bytes: int = Field(0, description="already in the temporary directory")
 
     @property
@@ -176,8 +180,16 @@ def _read_sources(parts: Parts) -> dict[str, SourceListing]:
             found[path] = SourceListing(files=files, partial_bytes=partial)
         else:
             reason = (clean_lines(text) or [f"exit status {status}"])[-1]
-            found[path] = SourceListing(error=reason, partial_bytes=partial)
+            unknown = _UNKNOWN_KEY.search(text) is not None and "HAS CHANGED" not in text
+            found[path] = SourceListing(
+                error=reason, host_key_unknown=unknown, partial_bytes=partial
+            )
     return found
+
+
+# OpenSSH under StrictHostKeyChecking=yes, for a host whose key it has never seen (a key
+# that changed says REMOTE HOST IDENTIFICATION HAS CHANGED instead)
+_UNKNOWN_KEY = re.compile(r"No \S+ host key is known for .* and you have requested strict checking")
 
 
 SOURCES: Fact[dict[str, SourceListing]] = Fact(

@@ -10,13 +10,16 @@ origin needs a token: plan holds no secret, so it says that the hub's list, and 
 the size and the room, is first read at apply. What an interrupted copy already left in
 the temporary directory counts as copied. Blockers: the source is unreachable from the
 host (the store, the hub, or `hf` not installed there), or the models root's filesystem
-lacks the room (both numbers named), or its free space could not be read.
+lacks the room (both numbers named), or its free space could not be read. A store whose
+host key the host has never seen (and no `known_hosts` pinned) is no blocker: plan writes
+no key, apply records it first (accept-new), and plan says that the listing waits for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fleet.facts.model_files import SourceListing
 from fleet.observed.models import Observation, ObservedHost
 from fleet.plan.actions import Action, ActionKind, Blocker
 from fleet.render.model_fetch import fetches, hub_listed_in_plan
@@ -71,7 +74,22 @@ def _from(desired: DesiredFleet, origin: ModelOrigin) -> str:
     return f"{hub}: its file list needs the token, so size and room are checked at apply"
 
 
+def _first_key(desired: DesiredFleet, origin: ModelOrigin, listing: SourceListing) -> bool:
+    """The store could not be listed only because the host has never seen its key, which
+    a fetch records (no `known_hosts` pinned: accept-new) and plan, writing nothing,
+    does not."""
+    store = desired.settings.stores.get(origin.store or "")
+    return listing.host_key_unknown and store is not None and not store.known_hosts
+
+
 def _summary(desired: DesiredFleet, host: ObservedHost, path: str, origin: ModelOrigin) -> str:
+    listing = host.sources.get(path)
+    if listing is not None and _first_key(desired, origin, listing):
+        return (
+            f"{_from(desired, origin)}: its host key is not yet known on {host.name}, which "
+            "apply records (accept-new) before it lists the store: size and room are "
+            "checked then"
+        )
     size = source_size(host, path, origin)
     amount = human_bytes(size) if size is not None else "size unknown"
     listing = host.sources.get(path)
@@ -101,7 +119,9 @@ def fetch_blockers(
         host = observation.hosts[action.host]
         origin = plans[(action.host, action.target)][0]
         listing = host.sources.get(action.target)
-        if listing is not None and listing.error is not None:
+        if listing is not None and _first_key(desired, origin, listing):
+            pass  # apply records the key and lists the store then (`_summary` says so)
+        elif listing is not None and listing.error is not None:
             yield _blocker(
                 action, f"source {origin.source} is unreachable from {action.host}: {listing.error}"
             )

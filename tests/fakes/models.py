@@ -46,6 +46,7 @@ class FakeStore:
     address: str
     models: dict[str, dict[str, int]] = field(default_factory=dict)
     reachable: bool = True
+    key_known: bool = True  # the host's known_hosts holds the store's key
 
 
 def fake_digest(name: str, size: int) -> str:
@@ -145,6 +146,15 @@ def _store(host: FakeHost, words: list[str]) -> FakeStore | CommandResult:
     store = host.stores.get(address)
     if store is None or not store.reachable:
         return CommandResult(255, "", f"ssh: connect to host {address} port 22: Connection refused")
+    checking = re.search(r"StrictHostKeyChecking=(\S+)", " ".join(words))
+    if not store.key_known and checking is not None and checking.group(1) == "yes":
+        return CommandResult(
+            255,
+            "",
+            f"No ED25519 host key is known for {address} and you have requested strict "
+            "checking.\r\nHost key verification failed.\r\n",
+        )
+    store.key_known = True  # accept-new records it
     return store
 
 

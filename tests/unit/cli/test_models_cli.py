@@ -471,3 +471,30 @@ def test_plan_reads_the_hubs_file_list_as_apply_does_or_says_it_does_not(
     assert plan.returncode == status, plan.stdout + plan.stderr
     assert said in plan.stdout
     assert tower.tokens == [], "plan sends no token"
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["first-key", "pinned-known-hosts"])
+def test_a_store_whose_key_the_host_has_never_seen(fake: FakeFleet, pinned: bool) -> None:
+    """Plan writes no host key, so it cannot list such a store; apply records the key
+    first (accept-new) unless desired/ pins a known_hosts file, where the key must be."""
+    if pinned:
+        fake.edit(
+            "fleet.yaml",
+            "identity_file: /etc/fleet/nas}",
+            "identity_file: /etc/fleet/nas, known_hosts: /etc/fleet/nas_hosts}",
+        )
+    tower = fake.hosts["tower"]
+    tower.stores["10.0.0.9"].key_known = False
+    plan = fake.fleet("plan")
+    if pinned:
+        assert plan.returncode == 1, plan.stdout + plan.stderr
+        assert "is unreachable from tower: Host key verification failed." in plan.stdout
+        return
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert (
+        f"from store nas ({SOURCE}): its host key is not yet known on tower, which apply "
+        "records (accept-new) before it lists the store: size and room are checked then"
+    ) in plan.stdout
+    assert "Blockers" not in plan.stdout
+    apply(fake)
+    assert tower.models[PATH] == FILES and tower.stores["10.0.0.9"].key_known

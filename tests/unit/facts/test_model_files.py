@@ -165,3 +165,31 @@ def test_recorded_files_read_back_what_fleet_wrote() -> None:
         "": RecordedFile(size=9, sha256=digest, mtime="1789000000"),
     }
     assert recorded_files(parse_provenance("base model: Qwen/Qwen3-8B\n")) is None
+
+
+UNKNOWN_KEY = (
+    "No ED25519 host key is known for [10.0.0.9]:2222 and you have requested strict checking."
+)
+CHANGED_KEY = (
+    "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
+    "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n"
+    "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
+    "Offending ED25519 key in /root/.ssh/known_hosts:3\n"
+    f"{UNKNOWN_KEY}"
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "unknown"),
+    [
+        (f"{UNKNOWN_KEY}\r\nHost key verification failed.", True),
+        (f"{CHANGED_KEY}\r\nHost key verification failed.", False),
+        ("ssh: connect to host 10.0.0.9 port 2222: Connection refused", False),
+    ],
+    ids=["never-seen", "changed", "refused"],
+)
+def test_a_listing_refused_only_for_a_key_never_seen_says_so(said: str, unknown: bool) -> None:
+    text = f"@@FLEET source /m\n{said}\n@@FLEET source-rc /m 255\n@@FLEET end\n"
+    listing = FactOutput(text)[SOURCES]["/m"]
+    assert (listing.host_key_unknown, listing.files) == (unknown, {})
+    assert listing.error is not None
