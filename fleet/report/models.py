@@ -151,8 +151,17 @@ def row_line(row: ModelRow) -> str:
         if row.last_used is not None
         else "unknown"
     )
-    lineage = f"  lineage: {row.lineage}" if row.lineage else ""
-    return f"{row.host}  {row.path}  {size}  seats: {seats}  last read {read}{lineage}"
+    lineage = f"  lineage: {_shown(row.lineage)}" if row.lineage else ""
+    return f"{row.host}  {_shown(row.path)}  {size}  seats: {seats}  last read {read}{lineage}"
+
+
+# what would end or break a terminal's line (a host names its directories as it likes)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _shown(text: str) -> str:
+    """The text on one line: every control character as its escape (`\\n`, `\\x1b`)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def progress_line(copied: int, total: int, seconds: float) -> str:

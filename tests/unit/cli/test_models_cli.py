@@ -377,6 +377,8 @@ def test_a_model_directory_named_with_a_newline_is_a_model_of_its_own(fake: Fake
     assert sorted(rows) == [PATH, odd]
     assert (rows[PATH]["size_bytes"], rows[PATH]["seats"]) == (sum(FILES.values()), ["coder"])
     assert (rows[odd]["size_bytes"], rows[odd]["seats"]) == (3, [])
+    shown = fake.fleet("models").stdout
+    assert f"tower  {PATH}\\n1  3 B  seats: unused" in shown and f"{PATH}\n1" not in shown
     assert "model-changed" not in fake.fleet("plan").stdout
     pruned = fake.fleet("models", "prune", "--auto-approve")
     assert pruned.returncode == 0, pruned.stdout + pruned.stderr
