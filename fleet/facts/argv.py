@@ -65,6 +65,15 @@ class EngineArgs(CoreModel):
     extra: tuple[str, ...] = ()
 
 
+def argv_of(cmdline: str) -> tuple[str, ...]:
+    """A process's argv from its `/proc/<pid>/cmdline` as the fact script prints it, each
+    argument ended by a NUL (one holding a newline stays one argument); text without a
+    NUL is an older script's output, one argument a line (the kernel ends every argument
+    with a NUL, so only a process that rewrote its own argv prints none)."""
+    separator = "\0" if "\0" in cmdline else "\n"
+    return tuple(arg for arg in cmdline.split(separator) if arg)
+
+
 def parse_human_int(value: str) -> int | None:
     """`human_readable_int`: `25.6k` -> 25600, `16K` -> 16384, `4096` -> 4096."""
     text = value.strip()

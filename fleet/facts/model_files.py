@@ -4,22 +4,28 @@ Three `Fact`s of the host script (`fleet.facts.host_facts.host_entries` adds the
 
 - `DISK`: `df -PB1 <models_root>` (POSIX output: one line per filesystem, never wrapped),
   the room a fetch lands in;
-- `FILES`: `find -printf '%P\t%s\t%A@\t%T@'` of every model directory and GGUF file
-  (relative path, size, last read, last written), for `fleet models` (size, last used) and
+- `FILES`: `find -printf '%s\t%A@\t%T@\t%P\0'` of every model directory and GGUF file
+  (size, last read, last written, relative path: the name last and each record ended by a
+  NUL, so a file name holding a tab or a newline is one name and cannot add a record of
+  its own), for `fleet models` (size, last used) and
   for checking a model against the file list fleet recorded when it fetched it
   (`.cache/` is hf's bookkeeping and not part of a model);
 - `SOURCES`: for each model path that is absent, the listing of its source as the host
   itself sees it (over its own SSH key to the store: whether it is reachable, and how big
-  it is), and what an interrupted copy already left in the temporary directory. The
-  listing command is rendered above this layer (`fleet.render.model_fetch`);
-- `PARTIALS`: every `.<name>.partial` of the models root (a fetch's temporary path) and
-  its size (`du -sb`), for `fleet models prune` to offer the abandoned ones.
+  it is; a store's and the hub's listings are `size\tpath\0` records), and what an
+  interrupted copy already left in the temporary directory a fetch would resume. The
+  listing command and the temporary directory's glob are rendered above this layer
+  (`fleet.render.model_fetch`);
+- `PARTIALS`: every `.<name>.partial.<random>` of the models root (a fetch's temporary
+  directory; also the older fixed `.<name>.partial`) and its size (`du -sb`), for
+  `fleet models prune` to offer the abandoned ones.
 
 Parsers are pure and total; tests run them on recorded output.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 
@@ -29,7 +35,7 @@ from fleet.base import CoreModel
 from fleet.facts._text import clean_lines, to_int
 from fleet.facts.script import Fact, Parts, body
 
-FIND_FORMAT = r"%P\t%s\t%A@\t%T@\n"
+FIND_FORMAT = r"%s\t%A@\t%T@\t%P\0"
 FIND_FILES = f"-path \"$1/.cache\" -prune -o -type f -printf '{FIND_FORMAT}'"
 
 
@@ -53,17 +59,22 @@ class ModelFile(CoreModel):
 
 
 class SourceListing(CoreModel):
-    """What the host saw of a fetch's source: its files (path -> size; empty for the hub,
-    whose sizes are known only from a manifest), or why it could not list it."""
+    """What the host saw of a fetch's source: its files (path -> size, -1 where the hub
+    did not say; empty where plan does not list it: `fleet.render.model_fetch`), or why it
+    could not list it."""
 
     files: dict[str, int] = Field(default_factory=dict)
     error: str | None = None
+    host_key_unknown: bool = Field(
+        False, description="ssh refused only because the store's host key is not yet known"
+    )
     partial_bytes: int = Field(0, description="already in the temporary directory")
 
     @property
-    def size(self) -> int:
-        """Bytes the source holds."""
-        return sum(self.files.values())
+    def size(self) -> int | None:
+        """Bytes the source holds (None: not listed, or a file's size unknown)."""
+        sizes = self.files.values()
+        return sum(sizes) if sizes and min(sizes) >= 0 else None
 
 
 def parse_df(text: str) -> DiskFree | None:
@@ -83,15 +94,25 @@ def parse_df(text: str) -> DiskFree | None:
 
 
 def parse_file_list(text: str) -> dict[str, ModelFile]:
-    """`find -printf '%P\\t%s\\t%A@\\t%T@\\n'`: relative path -> file ('' is a single file)."""
+    """`find -printf '%s\\t%A@\\t%T@\\t%P\\0'` (`FIND_FORMAT`): relative path -> file ('' is
+    a single file); the path is everything after the third tab, up to the NUL."""
     files: dict[str, ModelFile] = {}
-    for line in text.split("\n"):
-        parts = line.split("\t")
-        if len(parts) < 2 or (size := to_int(parts[1])) is None:
+    for record in text.split("\0"):
+        parts = record.split("\t", 3)
+        if len(parts) < 4 or (size := to_int(parts[0])) is None:
             continue
-        accessed = _seconds(parts[2]) if len(parts) > 2 else None
-        modified = parts[3].strip() or None if len(parts) > 3 else None
-        files[parts[0]] = ModelFile(size=size, accessed=accessed, modified=modified)
+        modified = parts[2].strip() or None
+        files[parts[3]] = ModelFile(size=size, accessed=_seconds(parts[1]), modified=modified)
+    return dict(sorted(files.items()))
+
+
+def parse_source_list(text: str) -> dict[str, int]:
+    """A source's listing, `size\\tpath\\0` records: path -> size (-1: the hub did not say)."""
+    files: dict[str, int] = {}
+    for record in text.split("\0"):
+        size, tab, path = record.partition("\t")
+        if tab and (number := to_int(size)) is not None:
+            files[path] = number
     return dict(sorted(files.items()))
 
 
@@ -132,14 +153,16 @@ FILES: Fact[dict[str, dict[str, ModelFile]]] = Fact(
 
 def _sources_command(sources: Mapping[str, tuple[str, str]]) -> str:
     """For each absent model path: its source's listing (the command, run on the host) and
-    the temporary directory's size."""
+    the size of the temporary directory a fetch would resume (the first of the glob's
+    matches that is a directory of this user's, not a symlink)."""
     lines = []
     for path, (listing, temporary) in sorted(sources.items()):
-        p, t = shlex.quote(path), shlex.quote(temporary)
+        p = shlex.quote(path)
+        mine = '[ -d "$t" ] && [ ! -L "$t" ] && [ -O "$t" ]'
         lines.append(
             f"if [ ! -e {p} ]; then mark source {p}; ( {listing} ) 2>&1; "
-            f"mark source-rc {p} $?; "
-            f"[ -e {t} ] && {{ mark partial {p}; du -sb {t} | cut -f1; }}; fi\n"
+            f"mark source-rc {p} $?; for t in {temporary}; do {mine} && "
+            f'{{ mark partial {p}; du -sb "$t" | cut -f1; break; }}; done; fi\n'
         )
     return "".join(lines) or ":\n"  # an empty subshell is a syntax error
 
@@ -153,12 +176,20 @@ def _read_sources(parts: Parts) -> dict[str, SourceListing]:
                 status = to_int(rc_key.rsplit(" ", 1)[-1])
         partial = to_int(parts["partial"].get(path, "").strip()) or 0
         if status == 0:
-            files = {k: f.size for k, f in parse_file_list(text).items()}
+            files = parse_source_list(text)
             found[path] = SourceListing(files=files, partial_bytes=partial)
         else:
             reason = (clean_lines(text) or [f"exit status {status}"])[-1]
-            found[path] = SourceListing(error=reason, partial_bytes=partial)
+            unknown = _UNKNOWN_KEY.search(text) is not None and "HAS CHANGED" not in text
+            found[path] = SourceListing(
+                error=reason, host_key_unknown=unknown, partial_bytes=partial
+            )
     return found
+
+
+# OpenSSH under StrictHostKeyChecking=yes, for a host whose key it has never seen (a key
+# that changed says REMOTE HOST IDENTIFICATION HAS CHANGED instead)
+_UNKNOWN_KEY = re.compile(r"No \S+ host key is known for .* and you have requested strict checking")
 
 
 SOURCES: Fact[dict[str, SourceListing]] = Fact(
@@ -170,9 +201,13 @@ SOURCES: Fact[dict[str, SourceListing]] = Fact(
 )
 
 
+TEMPORARY_GLOB = "[A-Za-z0-9]" * 10  # the random part of a fetch's temporary directory
+
+
 def _partials_command(root: str) -> str:
+    base = shlex.quote(root or "/")
     return (
-        f"for dir in {shlex.quote(root or '/')}/.*.partial; do "
+        f"for dir in {base}/.*.partial {base}/.*.partial.{TEMPORARY_GLOB}; do "
         '[ -e "$dir" ] && { mark partial-dir "$dir"; du -sb "$dir" | cut -f1; }; done\n'
     )
 

@@ -13,6 +13,13 @@ draws for each run (`reconciler.workflows.observe`) and that no file or log on t
 know in advance. A line that merely starts with `@@FLEET ` is content, never a section;
 without a boundary (recorded outputs in tests) the marker is the bare `@@FLEET `.
 
+A section's argument is often a name the host chose (a model directory, a unit file): one
+with a newline would end the marker's line early and push the rest of the name into the
+body. `mark` prints such an argument (and one starting with `%`) as `%` and its bytes in
+hex (`od`, only then), which `split_sections` decodes: a name is one argument, whatever
+bytes it holds. Listings of names inside a body are NUL-separated for the same reason
+(`fleet.facts.model_files`, the engines' `/proc/<pid>/cmdline`).
+
 `script` joins fact entries into the script a host runs with `sh -s` (one SSH round trip:
 the host-wide facts are in `fleet.facts.host_facts`, the GPU ones in `fleet.facts.gpu_facts`,
 a runtime's own in `fleet.runtimes`); `read_facts` splits what it printed and hands each
@@ -76,11 +83,34 @@ def marker(boundary: str = "") -> str:
     return f"{MARK.rstrip()}-{boundary} "
 
 
+# A marker's argument holding a newline, or starting with `%`, goes as `%<hex>` (od).
+_ENCODE = (
+    '  case $a in *"$nl"*|"$1 %"*) a="$1 %$(shift; printf %s "$*" |'
+    " od -An -v -tx1 | tr -d ' \\n')\";; esac\n"
+)
+
+
 def script(entries: Iterable[str], boundary: str = "") -> str:
     """The script of these fact entries, ending with its `end` mark; its sections start
-    with `marker(boundary)`."""
-    prelude = "set -u\nmark() { printf '\\n" + marker(boundary) + '%s\\n\' "$*"; }\n'
+    with `marker(boundary)`, their arguments one line each (`_ENCODE`)."""
+    prelude = (
+        "set -u\nnl='\n'\nmark() {\n  a=$*\n"
+        + _ENCODE
+        + "  printf '\\n"
+        + marker(boundary)
+        + '%s\\n\' "$a"\n}\n'
+    )
     return prelude + "".join(entries) + f"mark {END}\n"
+
+
+def decode_argument(arg: str) -> str:
+    """A section's argument as the host named it: `%<hex>` is the bytes `mark` encoded."""
+    if not arg.startswith("%"):
+        return arg
+    try:
+        return bytes.fromhex(arg[1:]).decode(errors="replace")
+    except ValueError:
+        return arg
 
 
 def split_sections(output: str, boundary: str = "") -> list[tuple[str, str, str]]:
@@ -94,7 +124,7 @@ def split_sections(output: str, boundary: str = "") -> list[tuple[str, str, str]
             if kind:
                 sections.append((kind, arg, "\n".join(body).strip("\n")))
             kind, _, arg = line[len(mark) :].partition(" ")
-            body = []
+            arg, body = decode_argument(arg), []
         else:
             body.append(line)
     if kind:

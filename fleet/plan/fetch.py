@@ -3,20 +3,26 @@ in wave 0 before any seat starts; plan shows what it copies and the room it land
 
 Called by `fleet.plan.plan`. One action per (host, model path), whichever seats share
 it: `+ model Qwen3-32B on tower` with `65.5 GB from store nas, 412 GB free on /models`.
-Its size is the source's listing as the host saw it (`ObservedHost.sources`), else the
-manifest's sizes (the hub's own listing is not read); what an interrupted copy already
-left in the temporary directory counts as copied. Blockers: the source is unreachable
-from the host (or `hf` is not installed there), or the models root's filesystem lacks the
-room (both numbers named), or its free space could not be read.
+Its size rests on the facts apply's check uses: the store's listing as the host saw it
+(`ObservedHost.sources`), a manifest's sizes, or the hub's own file list of the
+repository at its revision, which plan reads as apply does (from the host) unless the
+origin needs a token: plan holds no secret, so it says that the hub's list, and with it
+the size and the room, is first read at apply. What an interrupted copy already left in
+the temporary directory counts as copied. Blockers: the source is unreachable from the
+host (the store, the hub, or `hf` not installed there), or the models root's filesystem
+lacks the room (both numbers named), or its free space could not be read. A store whose
+host key the host has never seen (and no `known_hosts` pinned) is no blocker: plan writes
+no key, apply records it first (accept-new), and plan says that the listing waits for it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from fleet.facts.model_files import SourceListing
 from fleet.observed.models import Observation, ObservedHost
 from fleet.plan.actions import Action, ActionKind, Blocker
-from fleet.render.model_fetch import fetches
+from fleet.render.model_fetch import fetches, hub_listed_in_plan
 from fleet.spec.model_origin import ModelOrigin
 from fleet.spec.models import DesiredFleet
 from fleet.units import human_bytes
@@ -46,7 +52,7 @@ def fetch_actions(
 def source_size(host: ObservedHost, path: str, origin: ModelOrigin) -> int | None:
     """Bytes the fetch brings: the source's listing, else the manifest's sizes."""
     listing = host.sources.get(path)
-    if listing is not None and listing.files:
+    if listing is not None and listing.size is not None:
         return listing.size
     sizes = [entry.size for entry in (origin.manifest or {}).values()]
     return sum(s for s in sizes if s is not None) if sizes and None not in sizes else None
@@ -60,12 +66,30 @@ def _needed(host: ObservedHost, path: str, origin: ModelOrigin) -> int | None:
 
 
 def _from(desired: DesiredFleet, origin: ModelOrigin) -> str:
-    if origin.kind == "hf":
-        return f"from the hub ({origin.location}@{origin.pinned_revision or 'main'})"
-    return f"from store {origin.store} ({origin.location})"
+    if origin.kind != "hf":
+        return f"from store {origin.store} ({origin.location})"
+    hub = f"from the hub ({origin.location}@{origin.pinned_revision or 'main'})"
+    if origin.manifest or hub_listed_in_plan(origin):
+        return hub
+    return f"{hub}: its file list needs the token, so size and room are checked at apply"
+
+
+def _first_key(desired: DesiredFleet, origin: ModelOrigin, listing: SourceListing) -> bool:
+    """The store could not be listed only because the host has never seen its key, which
+    a fetch records (no `known_hosts` pinned: accept-new) and plan, writing nothing,
+    does not."""
+    store = desired.settings.stores.get(origin.store or "")
+    return listing.host_key_unknown and store is not None and not store.known_hosts
 
 
 def _summary(desired: DesiredFleet, host: ObservedHost, path: str, origin: ModelOrigin) -> str:
+    listing = host.sources.get(path)
+    if listing is not None and _first_key(desired, origin, listing):
+        return (
+            f"{_from(desired, origin)}: its host key is not yet known on {host.name}, which "
+            "apply records (accept-new) before it lists the store: size and room are "
+            "checked then"
+        )
     size = source_size(host, path, origin)
     amount = human_bytes(size) if size is not None else "size unknown"
     listing = host.sources.get(path)
@@ -95,7 +119,9 @@ def fetch_blockers(
         host = observation.hosts[action.host]
         origin = plans[(action.host, action.target)][0]
         listing = host.sources.get(action.target)
-        if listing is not None and listing.error is not None:
+        if listing is not None and _first_key(desired, origin, listing):
+            pass  # apply records the key and lists the store then (`_summary` says so)
+        elif listing is not None and listing.error is not None:
             yield _blocker(
                 action, f"source {origin.source} is unreachable from {action.host}: {listing.error}"
             )

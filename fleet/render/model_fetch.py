@@ -5,22 +5,29 @@ Pure: called by observe (the source's listing, `fleet.facts.model_files.SOURCES`
 provenance, the rename). Everything runs ON the destination host: from a store, rsync over
 SSH with the host's own key (`stores.<name>.identity_file`), so the controller never holds
 the weights; from the hub, the host's `hf download`, the token read from stdin into the
-environment, never written into the command. A copy lands in `<root>/.<name>.partial`
-(rsync --partial resumes there after an interruption) and is renamed to the seat's path
-only once its files match: the path a seat loads never holds half a model.
+environment, never written into the command. A copy lands in a temporary directory of
+the models root, `<root>/.<name>.partial.<10 random letters and digits>`, which the host
+creates exclusively (`mktemp -d`: nobody can make it, or a symlink by its name, in
+advance) or which an interrupted fetch of this user's left (rsync --partial and hf resume
+there; a symlink or another owner's directory is never taken); a single file lands inside
+it under its own name. The copy is renamed to the seat's path only once its files match:
+the path a seat loads never holds half a model. Listings are `size\tpath\0` records
+(`fleet.facts.model_files`), so a file name cannot add a line of its own.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Mapping
 
-from fleet.facts.model_files import FIND_FILES
+from fleet.facts.model_files import FIND_FILES, TEMPORARY_GLOB
 from fleet.facts.provenance import file_line, provenance_path
 from fleet.spec.model_origin import ModelOrigin, ModelStore
 from fleet.spec.models import DesiredFleet, Seat
 
 PARTIAL_SUFFIX = ".partial"
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")  # never in a model's file name
 SSH_OPTIONS = ("-o", "BatchMode=yes", "-o", "ConnectTimeout=10")
 LISTING_TIMEOUT = 60  # seconds a store may take to list a model (every observe asks)
 
@@ -35,10 +42,48 @@ def fetches(desired: DesiredFleet) -> dict[tuple[str, str], tuple[ModelOrigin, l
     return found
 
 
-def temporary_path(path: str) -> str:
-    """Where a fetch lands before its rename: `/models/.Qwen3-32B.partial`."""
+def temporary_prefix(path: str) -> str:
+    """What a fetch's temporary directory is named before its random part:
+    `/models/.Qwen3-32B.partial.`."""
     parent, _, name = path.rstrip("/").rpartition("/")
-    return f"{parent}/.{name}{PARTIAL_SUFFIX}"
+    return f"{parent}/.{name}{PARTIAL_SUFFIX}."
+
+
+def is_temporary_of(temporary: str, path: str) -> bool:
+    """Is this a temporary directory a fetch of `path` makes (and would resume)?"""
+    prefix = re.escape(temporary_prefix(path))
+    return re.fullmatch(prefix + "[A-Za-z0-9]{10}", temporary) is not None
+
+
+def temporary_glob(path: str) -> str:
+    """Shell words matching the temporary directories of a fetch of `path`."""
+    return shlex.quote(temporary_prefix(path)) + TEMPORARY_GLOB
+
+
+def temporary_command(path: str) -> str:
+    """Shell printing the temporary directory a fetch of `path` copies into: the one an
+    interrupted fetch of this user left (a directory, not a symlink), else a new one that
+    `mktemp -d` creates exclusively (mode 0755, as a plain mkdir would leave it)."""
+    prefix = temporary_prefix(path)
+    parent = shlex.quote(prefix.rpartition("/")[0] or "/")
+    template = shlex.quote(prefix + "X" * 10)
+    mine = '[ -d "$d" ] && [ ! -L "$d" ] && [ -O "$d" ]'
+    return (
+        f"unset t; for d in {temporary_glob(path)}; do if {mine}; then t=$d; break; fi; done; "
+        f'[ -n "${{t:-}}" ] || {{ mkdir -p {parent} && t=$(mktemp -d {template}) && '
+        f'chmod 0755 "$t"; }} && printf \'%s\\n\' "$t"'
+    )
+
+
+def parse_temporary(path: str, printed: str) -> str | None:
+    """The temporary directory `temporary_command` printed, if it is one of `path`'s."""
+    found = printed.strip("\n")
+    return found if is_temporary_of(found, path) else None
+
+
+def landing(path: str, temporary: str) -> str:
+    """Where the copy itself goes: the temporary directory, or a file inside it."""
+    return f"{temporary}/{path.rpartition('/')[2]}" if is_file_model(path) else temporary
 
 
 def is_file_model(path: str) -> bool:
@@ -57,32 +102,42 @@ def _ssh(store: ModelStore, accept_new: bool = True) -> list[str]:
     return [*words, "-o", f"StrictHostKeyChecking={checking}"]
 
 
+HF_MISSING = "command -v hf >/dev/null 2>&1 || " + (
+    "{ echo 'hf (huggingface_hub) is not installed on this host'; exit 127; }"
+)
+
+
+def hub_listed_in_plan(origin: ModelOrigin) -> bool:
+    """Does plan read the hub's file list of this origin, as apply does? Apply reads it
+    for an hf:// source without a manifest; plan too, but for one that needs a token:
+    plan holds no secret, so that list is first read at apply."""
+    return origin.kind == "hf" and not origin.manifest and not origin.token
+
+
 def source_listing(
     origin: ModelOrigin, stores: Mapping[str, ModelStore], accept_new: bool = False
 ) -> str:
-    """The command listing the source from the destination host (`path\\tsize` lines), or,
-    for the hub, checking that `hf` is installed (sizes come from a manifest). Observe
-    (plan) lists without writing a known_hosts entry; a fetch lists with `accept_new`."""
+    """The command listing the source from the destination host (`size\\tpath\\0`
+    records): the store's files, or the hub's file list where apply reads it too
+    (`hub_listed_in_plan`), else only whether `hf` is installed (sizes from a manifest).
+    Observe (plan) lists without writing a known_hosts entry; a fetch with `accept_new`."""
     if origin.kind == "hf":
-        return (
-            "command -v hf >/dev/null 2>&1 || "
-            "{ echo 'hf (huggingface_hub) is not installed on this host'; exit 127; }"
-        )
+        return f"{HF_MISSING}; {hub_listing(origin)}" if hub_listed_in_plan(origin) else HF_MISSING
     store = stores[origin.store or ""]
-    remote = shlex.join(["find", origin.location, "-type", "f", "-printf", r"%P\t%s\n"])
+    remote = shlex.join(["find", origin.location, "-type", "f", "-printf", r"%s\t%P\0"])
     login = f"{store.user}@{store.address}"
     words = ["timeout", str(LISTING_TIMEOUT), *_ssh(store, accept_new), "--", login]
     return shlex.join([*words, remote])
 
 
-# The hub's own file list of a repository at a revision (`path\tsize` lines), read with
-# the huggingface_hub that `hf` runs on: the Python of hf's own script.
+# The hub's own file list of a repository at a revision (`size\tpath\0` records), read
+# with the huggingface_hub that `hf` runs on: the Python of hf's own script.
 _HUB_FILES = (
     "import sys\n"
     "from huggingface_hub import HfApi\n"
     "info = HfApi().model_info(sys.argv[1], revision=sys.argv[2] or None, files_metadata=True)\n"
     "for f in info.siblings or []:\n"
-    "    print(f'{f.rfilename}\\t{f.size if f.size is not None else -1}')\n"
+    "    sys.stdout.write(f'{f.size if f.size is not None else -1}\\t{f.rfilename}\\0')\n"
 )
 
 
@@ -95,12 +150,13 @@ def hub_listing(origin: ModelOrigin) -> str:
     return f"hub_python={python}; {token}timeout {LISTING_TIMEOUT} $hub_python {words}"
 
 
-def copy_command(origin: ModelOrigin, stores: Mapping[str, ModelStore], path: str) -> str:
-    """The copy into the temporary path; run again, it resumes (rsync --partial, or hf's
-    own resume in its local dir)."""
-    tmp = temporary_path(path)
-    parent = shlex.quote(tmp.rpartition("/")[0] or "/")
-    start = f"mkdir -p {parent} && {_own_temporary(tmp)}"
+def copy_command(
+    origin: ModelOrigin, stores: Mapping[str, ModelStore], path: str, temporary: str
+) -> str:
+    """The copy into the temporary directory (`temporary_command`'s); run again, it
+    resumes (rsync --partial, or hf's own resume in its local dir)."""
+    tmp = landing(path, temporary)
+    start = _own_temporary(temporary)
     if origin.kind == "hf":
         words = ["hf", "download", origin.location, "--local-dir", tmp]
         if (revision := origin.pinned_revision) is not None:
@@ -116,24 +172,23 @@ def copy_command(origin: ModelOrigin, stores: Mapping[str, ModelStore], path: st
 
 
 def _own_temporary(tmp: str) -> str:
-    """Shell refusing a temporary path that someone else made (a symlink to elsewhere, or
-    not owned by the fetching user): its name is predictable, so it is checked before a
-    copy writes through it."""
+    """Shell refusing a temporary directory that is not this user's own directory (a
+    symlink to elsewhere, another owner's) when the copy starts."""
     t = shlex.quote(tmp)
-    refusal = shlex.quote(f"{tmp} is a symlink or not owned by this user: refused")
-    mine = f"[ ! -L {t} ] && {{ [ ! -e {t} ] || [ -O {t} ]; }}"
+    refusal = shlex.quote(f"{tmp} is a symlink or not this user's directory: refused")
+    mine = f"[ ! -L {t} ] && [ -d {t} ] && [ -O {t} ]"
     return f"{{ {mine} || {{ echo {refusal} >&2; exit 1; }}; }}"
 
 
-def landed_listing(path: str) -> str:
-    """`path\\tsize\\taccessed\\tmodified` lines of what is in the temporary path (hf's
-    `.cache/` left out)."""
-    return f'set -- {shlex.quote(temporary_path(path))}; find "$1" {FIND_FILES}'
+def landed_listing(path: str, temporary: str) -> str:
+    """`FIND_FORMAT` records of what is in the temporary directory (hf's `.cache/` left
+    out; a single file: that file alone)."""
+    return f'set -- {shlex.quote(landing(path, temporary))}; find "$1" {FIND_FILES}'
 
 
-def digest_command(path: str, files: list[str]) -> str:
-    """sha256sum of these files of the temporary path (a single file: the file itself)."""
-    tmp = shlex.quote(temporary_path(path))
+def digest_command(path: str, files: list[str], temporary: str) -> str:
+    """sha256sum of these files of the temporary directory (a single file: the file)."""
+    tmp = shlex.quote(landing(path, temporary))
     if is_file_model(path):
         return f"sha256sum -- {tmp}"
     return f"cd {tmp} && sha256sum -- {' '.join(shlex.quote(f) for f in files)}"
@@ -149,16 +204,23 @@ def installed_digest_command(path: str, files: list[str]) -> str:
 def parse_digests(text: str, path: str) -> dict[str, str]:
     """`sha256sum` output -> relative path ('' for a single file) -> digest."""
     found = {}
-    for line in text.splitlines():
-        digest, _, name = line.partition("  ")
+    for line in text.split("\n"):
+        escaped = line.startswith("\\")  # GNU's form for a name with `\\` or a newline
+        digest, _, name = line.removeprefix("\\").partition("  ")
+        if escaped:
+            name = re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], name)
         if len(digest) == 64:
             found["" if is_file_model(path) else name] = digest
     return found
 
 
-def finish_command(path: str) -> str:
-    """The rename that makes the fetched model appear at the seat's path."""
-    return shlex.join(["mv", "-T", "--", temporary_path(path), path.rstrip("/")])
+def finish_command(path: str, temporary: str) -> str:
+    """The rename that makes the fetched model appear at the seat's path (a single file:
+    out of its temporary directory, which is then removed)."""
+    move = shlex.join(["mv", "-T", "--", landing(path, temporary), path.rstrip("/")])
+    if not is_file_model(path):
+        return move
+    return f"{move} && {shlex.join(['rmdir', '--', temporary])}"
 
 
 def mismatches(
@@ -169,8 +231,14 @@ def mismatches(
 ) -> list[str]:
     """What differs between what should have landed and what did (empty: it matches):
     a file missing, of another size or digest, or one the source does not have (left in
-    the temporary path by someone else, or added to the source after its listing)."""
-    found = [f"{name or 'the file'}: missing" for name in sorted(set(expected) - set(landed))]
+    the temporary path by someone else, or added to the source after its listing); and a
+    file name holding a control character, which would forge a line of the provenance."""
+    found = [
+        f"{name!r}: a control character in a file name"
+        for name in sorted(set(landed) | set(expected))
+        if _CONTROL.search(name)
+    ]
+    found += [f"{name or 'the file'}: missing" for name in sorted(set(expected) - set(landed))]
     found += [
         f"{name or 'the file'}: not in the source" for name in sorted(set(landed) - set(expected))
     ]
@@ -180,7 +248,9 @@ def mismatches(
             found.append(f"{name or 'the file'}: {landed[name]} bytes, expected {size}")
     for name, digest in sorted((digests or {}).items()):
         got = (landed_digests or {}).get(name)
-        if got is not None and got != digest:
+        if got is None and name in landed:
+            found.append(f"{name or 'the file'}: its sha256 could not be read")
+        elif got is not None and got != digest:
             found.append(f"{name or 'the file'}: sha256 {got[:12]}..., expected {digest[:12]}...")
     if not landed:
         found.append("nothing landed")

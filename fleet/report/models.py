@@ -7,8 +7,9 @@ were last read (their atime: under `relatime` a day's resolution at best). Prune
 the unused models of the hosts asked for, last read before the cut-off (`--older-than`),
 and only direct entries of the host's `models_root`: never a model a seat of desired/ or
 a container on the host uses, never anything outside the root, never a hidden entry but an
-abandoned fetch's `.<name>.partial` (one no seat's fetch in desired/ would resume; its
-last read unknown, so never with `--older-than`). Also the progress line of a fetch:
+abandoned fetch's temporary directory, `.<name>.partial.<random>` or an older fleet's
+`.<name>.partial` (one no seat's fetch in desired/ would resume; its last read unknown,
+so never with `--older-than`). Also the progress line of a fetch:
 bytes, rate, ETA.
 """
 
@@ -20,11 +21,12 @@ from datetime import UTC, datetime
 from fleet.base import CoreModel
 from fleet.observed.model_use import host_users
 from fleet.observed.models import ModelInfo, Observation, ObservedHost
-from fleet.render.model_fetch import PARTIAL_SUFFIX, fetches, temporary_path
+from fleet.render.model_fetch import PARTIAL_SUFFIX, fetches, is_temporary_of
 from fleet.spec.models import DesiredFleet
 from fleet.units import human_bytes
 
-PARTIAL_NAME = re.compile(r"\.[^/]+" + re.escape(PARTIAL_SUFFIX))  # a fetch's temporary name
+# a fetch's temporary directory: `.<name>.partial.<random>` (an older fleet's: no random part)
+PARTIAL_NAME = re.compile(r"\.[^/]+" + re.escape(PARTIAL_SUFFIX) + r"(\.[A-Za-z0-9]{10})?")
 
 
 class ModelRow(CoreModel):
@@ -112,12 +114,12 @@ def abandoned_partials(desired: DesiredFleet, host: ObservedHost) -> list[ModelR
     taken only if its name is a fetch's temporary name and no path in use is it, inside
     it or holds it (a desired or running seat's model or drafter, an installed model)."""
     root = desired.hosts[host.name].models_root.rstrip("/")
-    resumed = {temporary_path(path) for (name, path) in fetches(desired) if name == host.name}
+    fetched = [path for (name, path) in fetches(desired) if name == host.name]
     used = _paths_in_use(desired, host)
     return [
         ModelRow(host=host.name, path=path, size_bytes=size, seats=(), lineage=None, last_used=None)
         for path, size in sorted(host.partials.items())
-        if path not in resumed
+        if not any(is_temporary_of(path, model) for model in fetched)
         and path.rpartition("/")[0] == root
         and PARTIAL_NAME.fullmatch(path.rpartition("/")[2])
         and not any(_overlaps(path, other) for other in used)
@@ -149,8 +151,17 @@ def row_line(row: ModelRow) -> str:
         if row.last_used is not None
         else "unknown"
     )
-    lineage = f"  lineage: {row.lineage}" if row.lineage else ""
-    return f"{row.host}  {row.path}  {size}  seats: {seats}  last read {read}{lineage}"
+    lineage = f"  lineage: {_shown(row.lineage)}" if row.lineage else ""
+    return f"{row.host}  {_shown(row.path)}  {size}  seats: {seats}  last read {read}{lineage}"
+
+
+# what would end or break a terminal's line (a host names its directories as it likes)
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _shown(text: str) -> str:
+    """The text on one line: every control character as its escape (`\\n`, `\\x1b`)."""
+    return _CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
 
 
 def progress_line(copied: int, total: int, seconds: float) -> str:

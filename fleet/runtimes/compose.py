@@ -21,6 +21,7 @@ from typing import Any
 
 from fleet.engines import engine_for
 from fleet.errors import FleetError
+from fleet.facts.argv import argv_of
 from fleet.facts.cgroup import parse_cgroup
 from fleet.facts.compose_file import parse_compose_services
 from fleet.facts.docker_inspect import parse_docker_inspect
@@ -146,8 +147,7 @@ def _containers_command(selector: str) -> str:
         " $(docker inspect -f '{{.Image}}' $ids | sort -u)\n"
         "  docker inspect -f '{{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids |\n"
         "  while read -r id pid started; do\n"
-        '    [ "$pid" -gt 0 ] && { mark cmdline "$id";'
-        " tr '\\0' '\\n' < \"/proc/$pid/cmdline\"; }\n"
+        '    [ "$pid" -gt 0 ] && { mark cmdline "$id"; cat "/proc/$pid/cmdline"; }\n'
         '    mark logs "$id"; docker logs --since "$started" "$id" 2>&1 |'
         f" head -n {LOG_LINES}\n"
         "  done\nfi\n"
@@ -185,9 +185,11 @@ def _live_argv(container: Instance, cmdline: str | None) -> Instance:
     """The argv the engine process really runs with, when /proc could be read.
 
     A wrapper entrypoint can drop flags docker was asked to pass; the process's own
-    /proc/<pid>/cmdline is the truth the health gate and the diff are about.
+    /proc/<pid>/cmdline is the truth the health gate and the diff are about. It is read as
+    the kernel keeps it, each argument ended by a NUL, so an argument holding a newline
+    stays one argument.
     """
-    argv = mask_argv(tuple(line for line in (cmdline or "").split("\n") if line))
+    argv = mask_argv(argv_of(cmdline or ""))
     return container.model_copy(update={"argv": argv}) if argv else container
 
 

@@ -24,6 +24,7 @@ from typing import Any
 
 from fleet.engines import ENGINES
 from fleet.errors import FleetError
+from fleet.facts.argv import argv_of
 from fleet.facts.cgroup import parse_cgroup_unit
 from fleet.facts.instance import Instance
 from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts
@@ -41,16 +42,16 @@ from fleet.spec.seat_rules import seat_file
 
 
 def _unit_loop(unit_dir: str, selector: str) -> str:
-    """Shell printing, for each unit `selector` lists, what observe reads of it."""
+    """Shell printing, for each unit `selector` loops over (`host_units`, `seat_units`:
+    names as the shell globbed them, never word-split from a listing), what observe reads
+    of it."""
     unit_file = f'"{unit_dir}/$u"'
     return (
         "systemctl show -p Version --value >/dev/null 2>&1\nmark systemd-rc $?\n"
-        f"units=$({selector})\n"
-        "for u in $units; do\n"
+        f"{selector}\n"
         f'  mark unit "$u"; systemctl show "$u" -p {",".join(PROPERTIES)}\n'
         '  pid=$(systemctl show "$u" -p MainPID --value)\n'
-        '  [ "${pid:-0}" -gt 0 ] && { mark cmdline "$u"; '
-        "tr '\\0' '\\n' < \"/proc/$pid/cmdline\"; }\n"
+        '  [ "${pid:-0}" -gt 0 ] && { mark cmdline "$u"; cat "/proc/$pid/cmdline"; }\n'
         '  mark logs "$u"; journalctl -u "$u" -o short-iso --no-pager '
         f"-n {LOG_LINES} 2>/dev/null\n"
         f'  [ -f {unit_file} ] && {{ mark unit-file "$u"; cat {unit_file}; }}\n'
@@ -66,13 +67,16 @@ def dirs_of(host: Host) -> SystemdHostSettings:
 
 
 def host_units(unit_dir: str = units.UNIT_DIR) -> str:
-    """Shell listing fleet's units and every hand-made unit whose ExecStart starts an
-    engine (as each registered engine's `EXECUTABLE` says a host starts it)."""
+    """The head of a shell loop over fleet's units and every hand-made unit whose
+    ExecStart starts an engine (as each registered engine's `EXECUTABLE` says a host
+    starts it), each unit's name `$u` as the shell globbed it (a name holding a space or
+    a newline is one name); its body follows, then `done`."""
     starts = "|".join(f"({engine.EXECUTABLE})" for engine in ENGINES.values())
+    pattern = shlex.quote(f"^ExecStart=({starts})")
     return (
-        f"cd {unit_dir} 2>/dev/null && {{ ls {units.UNIT_PREFIX}*.service 2>/dev/null;"
-        f" grep -l -E {shlex.quote(f'^ExecStart=({starts})')} *.service 2>/dev/null; }}"
-        " | sort -u"
+        f'for p in {shlex.quote(unit_dir)}/*.service; do u=${{p##*/}}; [ -f "$p" ] || continue\n'
+        f'  case $u in {units.UNIT_PREFIX}*) ;; *) grep -q -E {pattern} -- "$p" 2>/dev/null'
+        " || continue;; esac"
     )
 
 
@@ -142,7 +146,7 @@ def _state(status: UnitStatus) -> str:
 
 
 def _instance(unit: str, status: UnitStatus, cmdline: str, definition: dict[str, Any]) -> Instance:
-    argv = mask_argv(tuple(line for line in cmdline.split("\n") if line))
+    argv = mask_argv(argv_of(cmdline))
     env = {k: mask_env_value(k, v) for k, v in definition["environment"].items()}
     visible = env.pop("CUDA_VISIBLE_DEVICES", "")
     return Instance(
@@ -197,9 +201,10 @@ UNITS: Fact[SeatInstances] = Fact(
 
 
 def seat_units(seat: str, unit_dir: str = units.UNIT_DIR) -> str:
-    """Shell listing the units of one seat's copies that exist (one, or two mid-surge)."""
+    """The head of a shell loop over the units of one seat's copies that exist (one, or
+    two mid-surge), as `host_units`."""
     names = " ".join(shlex.quote(units.unit_name(n)) for n in (seat, f"{seat}{SECOND_COPY}"))
-    return f"cd {unit_dir} 2>/dev/null && ls {names} 2>/dev/null"
+    return f'for u in {names}; do [ -f {shlex.quote(unit_dir)}/"$u" ] || continue'
 
 
 class SystemdRuntime(RuntimeBase):

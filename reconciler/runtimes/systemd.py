@@ -24,6 +24,7 @@ from typing import Any
 
 from fleet.engines import parse_engine_argv
 from fleet.errors import ApplyError
+from fleet.facts.argv import argv_of
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import Runtime
 from fleet.runtimes.systemd import SYSTEMD, dirs_of, parse_unit_definition
@@ -35,8 +36,17 @@ from reconciler.runtimes.base import AdoptsHandMade, Snapshot
 
 
 def list_units(host: Host) -> str:
-    """Shell listing fleet's units on a host."""
-    return f"cd {dirs_of(host).unit_dir} && ls {units.UNIT_PREFIX}*.service 2>/dev/null"
+    """Shell listing fleet's units on a host, each name ended by a NUL (`unit_names`)."""
+    unit_dir = shlex.quote(dirs_of(host).unit_dir)
+    return (
+        f"cd {unit_dir} && for u in {units.UNIT_PREFIX}*.service; do "
+        '[ -f "$u" ] && printf \'%s\\0\' "$u"; done; true'
+    )
+
+
+def unit_names(listed: str) -> list[str]:
+    """The names `list_units` printed (a name holding a space or a newline is one name)."""
+    return sorted(name for name in listed.split("\0") if name)
 
 
 def secret_values(text: str) -> dict[str, str]:
@@ -64,7 +74,7 @@ class SystemdAdapter(AdoptsHandMade):
         return f"{dirs_of(host).unit_dir}/{units.UNIT_PREFIX}*.service"
 
     def snapshot(self, conn: HostSession, host: Host) -> Snapshot:
-        names = conn.run(list_units(host)).stdout.split()
+        names = unit_names(conn.run(list_units(host)).stdout)
         unit_dir = dirs_of(host).unit_dir
         texts = {name: conn.read_file(f"{unit_dir}/{name}") for name in sorted(names)}
         found = {name: text for name, text in texts.items() if text is not None}
@@ -100,7 +110,7 @@ class SystemdAdapter(AdoptsHandMade):
     def restore(self, conn: HostSession, host: Host, previous: Snapshot) -> None:
         before: dict[str, str] = json.loads(previous) if previous else {}
         unit_dir = dirs_of(host).unit_dir
-        for name in conn.run(list_units(host)).stdout.split():
+        for name in unit_names(conn.run(list_units(host)).stdout):
             if name not in before:
                 conn.run(f"rm -f {shlex.quote(f'{unit_dir}/{name}')}")
         for name, text in sorted(before.items()):
@@ -132,8 +142,8 @@ class SystemdAdapter(AdoptsHandMade):
         if not pid.isdigit() or pid == "0":
             return None
         cmdline = shlex.quote(f"/proc/{pid}/cmdline")
-        argv = conn.run(f"tr '\\0' '\\n' < {cmdline}").stdout.split("\n")
-        return parse_engine_argv([a for a in argv if a]).port
+        argv = argv_of(conn.run(f"cat {cmdline}").stdout)
+        return parse_engine_argv(list(argv)).port
 
     def port_in(self, previous: Snapshot, seat: str) -> int | None:
         text = (json.loads(previous) if previous else {}).get(units.unit_name(seat))

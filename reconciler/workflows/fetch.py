@@ -2,11 +2,12 @@
 
 Called by `reconciler.workflows.apply` before any seat changes. Each fetch runs on its
 destination host (`fleet.render.model_fetch` renders every command): the source is listed
-again (what is copied is what is checked), the copy lands in the temporary path under a
+again (what is copied is what is checked), the host names the temporary directory (the
+one an interrupted fetch left, else a new one `mktemp -d` made), the copy lands there under a
 time bound, apply reports its progress (bytes, rate, ETA) from the temporary path's size,
 the files are checked (every file and size; sha256 where desired/ declares one), the
 provenance is written beside the seat's path, and only then is the copy renamed to it.
-A failure leaves the temporary path for the next apply to resume into, and nothing at
+A failure leaves the temporary directory for the next apply to resume into, and nothing at
 the seat's path. The hub token (`model.token: ${HF_TOKEN}`) goes on stdin.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from fleet.errors import ApplyError, FleetError
-from fleet.facts.model_files import parse_file_list
+from fleet.facts.model_files import parse_file_list, parse_source_list
 from fleet.plan.actions import Action, ActionKind
 from fleet.render import model_fetch as render
 from fleet.report.models import progress_line
@@ -103,20 +104,13 @@ def fetch_model(
     expected = _expected(conn, host, origin, stores)
     total = sum(s for s in expected.values() if s is not None)
     reporter.step(f"fetching {path} on {host} from {origin.source}")
-    _copy(
-        conn,
-        host,
-        path,
-        render.copy_command(origin, stores, path),
-        origin,
-        total,
-        options,
-        reporter,
-    )
-    listed = parse_file_list(conn.check(render.landed_listing(path)))
+    tmp = _temporary(conn, host, path)
+    command = render.copy_command(origin, stores, path, tmp)
+    _copy(conn, host, (path, tmp), command, origin, total, options, reporter)
+    listed = parse_file_list(conn.check(render.landed_listing(path, tmp)))
     landed = {k: f.size for k, f in listed.items()}
     digests = render.expected_digests(origin)
-    got = _digests(conn, path, sorted(digests)) if digests else {}
+    got = _digests(conn, path, sorted(digests), tmp) if digests else {}
     wrong = render.mismatches(expected or {k: None for k in landed}, landed, digests, got)
     if wrong:
         raise ApplyError(f"{path} on {host} does not match its source: {'; '.join(wrong)}")
@@ -125,8 +119,17 @@ def fetch_model(
     mtimes = {k: f.modified for k, f in listed.items() if f.modified}
     text = render.render_provenance(origin, landed, got, who, when, mtimes)
     conn.write_file_atomic(render.provenance_file(path), text)
-    conn.check(render.finish_command(path))
+    conn.check(render.finish_command(path, tmp))
     reporter.step(f"fetched {path} on {host}: {len(landed)} files checked, provenance written")
+
+
+def _temporary(conn: HostSession, host: str, path: str) -> str:
+    """The temporary directory the host names for this fetch (one of `path`'s, or none)."""
+    printed = conn.check(render.temporary_command(path))
+    found = render.parse_temporary(path, printed)
+    if found is None:
+        raise ApplyError(f"{host} named no temporary directory for {path}: {printed.strip()!r}")
+    return found
 
 
 def _expected(
@@ -148,29 +151,27 @@ def _expected(
             f"source {origin.source} is unreachable from {host}: "
             f"{reason[-1] if reason else f'exit {listed.exit_status}'}"
         )
-    listing = {
-        k: f.size if f.size >= 0 else None for k, f in parse_file_list(listed.stdout).items()
-    }
+    listing = {k: s if s >= 0 else None for k, s in parse_source_list(listed.stdout).items()}
     return {**listing, **manifest}
 
 
 def _copy(
     conn: HostSession,
     host: str,
-    path: str,
+    paths: tuple[str, str],
     command: str,
     origin: ModelOrigin,
     total: int,
     options: FetchOptions,
     reporter: Reporter,
 ) -> None:
-    bounded = f"timeout {int(options.timeout)} sh -c {shlex.quote(command)}"
+    (path, tmp), bounded = paths, f"timeout {int(options.timeout)} sh -c {shlex.quote(command)}"
     stdin = _token(origin.token) + "\n" if origin.token else None
     start = options.clock.monotonic()
     with ThreadPoolExecutor(max_workers=1) as pool:
         future = pool.submit(conn.run, bounded, stdin=stdin, timeout=options.timeout + 60)
         while not wait([future], timeout=options.progress_every)[0]:
-            copied = _copied(conn, path)
+            copied = _copied(conn, tmp)
             elapsed = options.clock.monotonic() - start
             reporter.step(f"{path} on {host}: {progress_line(copied, total, elapsed)}")
     result = future.result()
@@ -198,10 +199,10 @@ def _token(reference: str) -> str:
     return value
 
 
-def _copied(conn: HostSession, path: str) -> int:
-    out = conn.run(f"du -sb {shlex.quote(render.temporary_path(path))} 2>/dev/null | cut -f1")
+def _copied(conn: HostSession, tmp: str) -> int:
+    out = conn.run(f"du -sb {shlex.quote(tmp)} 2>/dev/null | cut -f1")
     return int(out.stdout.strip()) if out.stdout.strip().isdigit() else 0
 
 
-def _digests(conn: HostSession, path: str, files: list[str]) -> dict[str, str]:
-    return render.parse_digests(conn.check(render.digest_command(path, files)), path)
+def _digests(conn: HostSession, path: str, files: list[str], tmp: str) -> dict[str, str]:
+    return render.parse_digests(conn.check(render.digest_command(path, files, tmp)), path)

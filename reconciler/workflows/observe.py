@@ -29,7 +29,7 @@ from fleet.observed.models import (
     ServedGateway,
 )
 from fleet.render import model_fetch
-from fleet.render.model_fetch import temporary_path
+from fleet.render.model_fetch import temporary_glob
 from fleet.runtimes import host_script, runtime_for
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.adapters.http import request_via
@@ -82,7 +82,7 @@ def observe_host(
         if s.speculative and s.speculative.draft_model
     ]
     sources = {
-        path: (model_fetch.source_listing(origin, desired.settings.stores), temporary_path(path))
+        path: (model_fetch.source_listing(origin, desired.settings.stores), temporary_glob(path))
         for (host, path), (origin, _) in model_fetch.fetches(desired).items()
         if host == name
     }

@@ -47,13 +47,19 @@ class FleetRepo:
 
     def inside(self, path: Path) -> Path:
         """`path` if it stays inside the repository once symbolic links are followed (a
-        pull request can commit a link as well as a path), else SpecError."""
+        pull request can commit a link as well as a path), and out of its `.git` (where a
+        file is a hook or configuration git runs), else SpecError."""
         root = self.repo_root.resolve()
         resolved = path.resolve()
         if not resolved.is_relative_to(root) or resolved == root:
             raise SpecError(
                 f"inventory.path: {path} leads to {resolved}, outside the fleet repository "
                 f"{root}: fleet writes only inside it"
+            )
+        if resolved.is_relative_to(root / ".git"):
+            raise SpecError(
+                f"inventory.path: {path} leads to {resolved}, inside the repository's .git: "
+                "fleet writes only into its work tree"
             )
         return path
 

@@ -181,7 +181,8 @@ def fact_output(
         parts += [f"{mark}inspect", json.dumps(inspected), f"{mark}images", json.dumps(images)]
         for container in containers.values():
             if container.running:
-                parts += [f"{mark}cmdline {container.id}", *container.process_argv]
+                argv = "".join(f"{arg}\0" for arg in container.process_argv)
+                parts += [f"{mark}cmdline {container.id}", argv]
             parts += [f"{mark}logs {container.id}", container.log]
     parts += [f"{mark}missing {path}" for path in sorted(missing)]
     if "/proc/meminfo" in files:

@@ -75,8 +75,8 @@ def _main_pid(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
 def _cmdline(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
     for ran in host.systemd.units.values():
         if ran.running and str(ran.pid) == words[0]:
-            return CommandResult(0, "".join(f"{a}\n" for a in ran.argv), "")
-    return CommandResult(1, "", f"tr: /proc/{words[0]}/cmdline: No such file or directory")
+            return CommandResult(0, "".join(f"{a}\0" for a in ran.argv), "")
+    return CommandResult(1, "", f"cat: /proc/{words[0]}/cmdline: No such file or directory")
 
 
 def _list_units(host: FakeHost, _: list[str], __: str | None) -> CommandResult:
@@ -85,7 +85,7 @@ def _list_units(host: FakeHost, _: list[str], __: str | None) -> CommandResult:
         for p in host.files
         if re.fullmatch(re.escape(UNIT_DIR) + r"/fleet-[^/]*\.service", p)
     )
-    return CommandResult(0 if names else 2, "".join(f"{n}\n" for n in names), "")
+    return CommandResult(0, "".join(f"{n}\0" for n in names), "")
 
 
 def _rm_files(host: FakeHost, words: list[str], _: str | None) -> CommandResult:
@@ -118,8 +118,12 @@ SYSTEMD_COMMANDS = [
         _run_log,
     ),
     (r"systemctl show -p MainPID --value WORD", _main_pid),
-    (r"tr '\\0' '\\n' < /proc/(\d+)/cmdline", _cmdline),
-    (r"cd /etc/systemd/system && ls fleet-\*\.service 2>/dev/null", _list_units),
+    (r"cat /proc/(\d+)/cmdline", _cmdline),
+    (
+        r"cd /etc/systemd/system && for u in fleet-\*\.service; do "
+        r"\[ -f \"\$u\" \] && printf '%s\\0' \"\$u\"; done; true",
+        _list_units,
+    ),
     (r"rm -f WORD WORD", _rm_files),
     (rf"{_UNUSED}(?:; {_UNUSED})?", _rm_unused),
 ]

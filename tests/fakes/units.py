@@ -203,7 +203,7 @@ def journal(host: FakeHost, name: str) -> str:
 def listed(host: FakeHost, stdin: str) -> list[str]:
     """The units the fact script's selector names: a seat's copies whose files exist, or
     every fleet unit and every hand-made one whose ExecStart runs llama-server or vLLM."""
-    if match := re.search(r"units=\$\(cd \S+ 2>/dev/null && ls ([^)\n{]+) 2>/dev/null\)", stdin):
+    if match := re.search(r"for u in ([^;\n*]+); do \[ -f \S+ \] \|\| continue", stdin):
         named = shlex.split(match.group(1))
         return [n for n in named if f"{UNIT_DIR}/{n}" in host.files]
     found = []
@@ -225,7 +225,7 @@ def unit_sections(host: FakeHost, stdin: str, mark: str = MARK) -> list[str]:
         parts += [f"{mark}unit {name}", show(host, name)]
         ran = host.systemd.units.get(name)
         if ran and ran.running:
-            parts += [f"{mark}cmdline {name}", *ran.argv]
+            parts += [f"{mark}cmdline {name}", "".join(f"{arg}\0" for arg in ran.argv)]
         parts += [f"{mark}logs {name}", journal(host, name)]
         if (text := host.files.get(f"{UNIT_DIR}/{name}")) is not None:
             parts += [f"{mark}unit-file {name}", text]

@@ -8,7 +8,8 @@ path absent; the next apply resumes (the shard already copied is not copied agai
 checks the files, writes the provenance the inventory reads, serves the seat, and plans
 0 after (the rename kept every mtime); a file changed by hand (resized, or only its
 mtime) is a finding; `fleet models prune` frees exactly the one old unused directory and
-refuses the model coder uses. What needs no real sshd or rsync
+refuses the model coder uses, and a directory beside it named with a newline is a model of
+its own (its name cannot speak for coder's). What needs no real sshd or rsync
 (the hub, digests, an unreachable store) is in tests/unit/cli/test_models_cli.py.
 """
 
@@ -37,6 +38,7 @@ pytestmark = pytest.mark.lab
 NAME = f"TinyLlama-from-store-{secrets.token_hex(3)}"  # unique on this machine's process list
 PATH = f"/models/{NAME}"
 SHARD = "model-00001-of-00002.safetensors"
+ODD = f"{NAME}\n1"  # a directory whose name, printed raw, would speak for the model's
 
 
 @pytest.fixture(scope="module")
@@ -65,13 +67,20 @@ def repo(
     finally:
         lab.reset()
         tower = lab.hosts["tower"].models_dir
-        shutil.rmtree(tower / NAME, ignore_errors=True)
-        shutil.rmtree(tower / f".{NAME}.partial", ignore_errors=True)
+        for left in [tower / NAME, tower / ODD, *tower.glob(f".{NAME}.partial.*")]:
+            shutil.rmtree(left, ignore_errors=True)
         (tower / f"{NAME}.PROVENANCE.txt").unlink(missing_ok=True)
 
 
 def tower_dir(lab: Lab, name: str) -> Path:
     return lab.hosts["tower"].models_dir / name
+
+
+def partial(lab: Lab) -> Path | None:
+    """The temporary directory tower's fetch of the model made (`mktemp -d`), if any."""
+    found = sorted(lab.hosts["tower"].models_dir.glob(f".{NAME}.partial.*"))
+    assert len(found) <= 1, found
+    return found[0] if found else None
 
 
 def test_plan_shows_the_fetch_and_refuses_a_model_tower_has_no_room_for(repo: FleetRepo) -> None:
@@ -92,7 +101,6 @@ def test_a_killed_copy_leaves_the_seat_path_absent(
     repo: FleetRepo, model_store: ModelStore
 ) -> None:
     model_store.slow(8)  # MB/s: the 48 MiB take ~6 s, long enough to stop midway
-    partial = tower_dir(repo.lab, f".{NAME}.partial")
     env = {**os.environ, **repo.lab.env()}
     running = subprocess.Popen(
         [sys.executable, "-m", "reconciler", "apply", "--auto-approve", "--timeout", "120"],
@@ -108,7 +116,9 @@ def test_a_killed_copy_leaves_the_seat_path_absent(
             lambda: (
                 running.poll() is not None
                 or (
-                    (partial / SHARD).exists() and (partial / SHARD).stat().st_size == SMALL[1] // 2
+                    (tmp := partial(repo.lab)) is not None
+                    and (tmp / SHARD).exists()
+                    and (tmp / SHARD).stat().st_size == SMALL[1] // 2
                 )
             ),
             60,
@@ -127,7 +137,9 @@ def test_a_killed_copy_leaves_the_seat_path_absent(
     assert f"copy of {PATH} on tower failed (exit " in err and "the next apply resumes it" in err
     assert not tower_dir(repo.lab, NAME).exists(), "nothing at the seat's path"
     assert not tower_dir(repo.lab, f"{NAME}.PROVENANCE.txt").exists()
-    assert (partial / SHARD).stat().st_size == SMALL[1] // 2
+    tmp = partial(repo.lab)
+    assert tmp is not None and (tmp / SHARD).stat().st_size == SMALL[1] // 2
+    assert re.fullmatch(rf"\.{re.escape(NAME)}\.partial\.[A-Za-z0-9]{{10}}", tmp.name), tmp.name
 
 
 def kill_rsync() -> list[int]:
@@ -143,8 +155,9 @@ def kill_rsync() -> list[int]:
 
 
 def test_the_next_apply_resumes_checks_records_and_serves(repo: FleetRepo) -> None:
-    kept = tower_dir(repo.lab, f".{NAME}.partial") / SHARD
-    inode = kept.stat().st_ino
+    tmp = partial(repo.lab)
+    assert tmp is not None, "the interrupted copy's directory is there to resume"
+    inode = (tmp / SHARD).stat().st_ino
     plan = repo.fleet("plan")
     assert "(resumes: " in plan.stdout and " already copied)" in plan.stdout, plan.stdout
     out = apply(repo)
@@ -155,6 +168,7 @@ def test_the_next_apply_resumes_checks_records_and_serves(repo: FleetRepo) -> No
         (p.name, p.stat().st_size) for p in store.iterdir()
     )
     assert (model / SHARD).stat().st_ino == inode, "the shard copied before the kill stayed"
+    assert partial(repo.lab) is None, "renamed to the seat's path"
     lineage = tower_dir(repo.lab, f"{NAME}.PROVENANCE.txt").read_text()
     assert f"Source: store:nas:/models/{SMALL[0]}\nRevision: lab-1\n" in lineage
     assert re.search(rf"\n{SMALL[1] // 2} - @[0-9.]+ {re.escape(SHARD)}\n", lineage), lineage
@@ -188,7 +202,14 @@ def test_prune_frees_exactly_the_old_unused_directory(repo: FleetRepo) -> None:
     (retired / "weights.bin").write_bytes(b"\0" * 4096)
     for path in (retired / "weights.bin", retired):
         os.utime(path, (1_600_000_000, 1_600_000_000))  # last read in 2020
+    (tower / ODD).mkdir()  # printed raw, its size and files would be coder's model's
+    (tower / ODD / "config.json").write_text("{}")
     before = sorted(p.name for p in tower.iterdir())
+    rows = json.loads(repo.fleet("models", "--host", "tower", "--json").stdout)["models"]
+    assert {r["path"]: r["seats"] for r in rows if NAME in r["path"]} == {
+        PATH: ["coder"],
+        f"/models/{ODD}": [],
+    }
     listed = repo.fleet("models", "--host", "tower")
     assert f"tower  /models/{retired.name}  8.2 kB  seats: unused  last read 2020-09-13" in (
         listed.stdout

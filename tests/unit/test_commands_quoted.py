@@ -21,6 +21,7 @@ from fleet.observed.assemble import observed_seat
 from fleet.render import model_fetch
 from fleet.spec.host_settings import SystemdHostSettings
 from fleet.spec.model_origin import ModelOrigin
+from fleet.spec.models import Host, HostSsh
 from reconciler.runtimes import compose as compose_runtime
 from reconciler.runtimes import systemd as systemd_runtime
 from tests.fakes.host import FakeHost
@@ -35,6 +36,7 @@ QUOTING = {  # calls that quote what they are given (each is in the table below,
     "restart_command",
     "_with_port",
     "_own_temporary",
+    "temporary_glob",
 }
 SAFE_TYPES = {"int", "float"}
 HOSTILE = "x;touch${IFS}pwned;#$(id)`id` 'q\"\n"  # a name: no slash
@@ -142,6 +144,24 @@ def test_a_seat_name_from_a_host_reaches_docker_ps_as_one_argument() -> None:
     ]
 
 
+def tmp(name: str) -> str:
+    """A fetch's temporary directory for /models/<name>."""
+    return model_fetch.temporary_prefix(f"/models/{name}") + "AbCdE01234"
+
+
+def test_restoring_units_removes_the_unit_file_listed_and_no_other() -> None:
+    """A unit file named with a space is one name: restore, which removes fleet's units
+    that the snapshot did not have, never takes a word of it for another unit's file."""
+    units = "/etc/systemd/system"
+    host = FakeHost("rtx3090", docker=False)
+    host.files[f"{units}/fleet-zz sshd.service"] = "[Service]\nExecStart=/bin/true\n"
+    host.files[f"{units}/sshd.service"] = "[Service]\nExecStart=/usr/sbin/sshd -D\n"
+    spec = Host(name="rtx3090", ssh=HostSsh(alias="rtx3090"), address="10.0.0.2", runtime="systemd")
+    assert "fleet-zz sshd.service" in systemd_runtime.SystemdAdapter().snapshot(host, spec) or ""
+    systemd_runtime.SystemdAdapter().restore(host, spec, None)
+    assert sorted(p for p in host.files if p.startswith(units)) == [f"{units}/sshd.service"]
+
+
 BUILDERS = [
     (
         "systemctl",
@@ -154,13 +174,17 @@ BUILDERS = [
         ["docker", "restart", HOSTILE],
     ),
     ("unused-env", lambda v: systemd_runtime.unused_env_files(v, SystemdHostSettings()), None),
-    ("finish", lambda v: model_fetch.finish_command(f"/models/{v}"), None),
-    ("digest", lambda v: model_fetch.digest_command("/models/m", [v]), None),
+    ("finish", lambda v: model_fetch.finish_command(f"/models/{v}", tmp(v)), None),
+    ("finish-file", lambda v: model_fetch.finish_command(f"/models/{v}.gguf", tmp(v)), None),
+    ("digest", lambda v: model_fetch.digest_command("/models/m", [v], tmp("m")), None),
     ("installed-digest", lambda v: model_fetch.installed_digest_command(f"/models/{v}", [v]), None),
-    ("landed", lambda v: model_fetch.landed_listing(f"/models/{v}"), None),
+    ("landed", lambda v: model_fetch.landed_listing(f"/models/{v}", tmp(v)), None),
+    ("temporary", lambda v: model_fetch.temporary_command(f"/models/{v}"), None),
     (
         "copy",
-        lambda v: model_fetch.copy_command(ModelOrigin(source="hf://a/b"), {}, f"/models/{v}"),
+        lambda v: model_fetch.copy_command(
+            ModelOrigin(source="hf://a/b"), {}, f"/models/{v}", tmp(v)
+        ),
         None,
     ),
 ]

@@ -19,8 +19,9 @@ from pathlib import Path
 import pytest
 
 from fleet.facts.provenance import parse_provenance, recorded_files
+from fleet.render.model_fetch import is_temporary_of, temporary_prefix
 from reconciler.host import CommandResult
-from tests.fakes.models import ACCESSED, FakeStore, fake_digest
+from tests.fakes.models import ACCESSED, FakeStore, fake_digest, temporary
 from tests.unit.cli.fake_fleet import MASTER_KEY, FakeFleet, make_fleet
 
 PATH = "/models/TinyLlama-1.1B-Chat-FP8"
@@ -28,6 +29,7 @@ SOURCE = "/srv/models/TinyLlama-1.1B-Chat-FP8"
 FILES = {"config.json": 663, "model.safetensors": 1_100_000_000, "tokenizer.json": 1_800_000}
 STORE = "stores:\n  nas: {address: 10.0.0.9, user: models, identity_file: /etc/fleet/nas}\n"
 COMMIT = "fe8a4ea1ffedaf415f4da2f062534de366a451e6"
+TMP = temporary_prefix(PATH)  # `/models/.TinyLlama-1.1B-Chat-FP8.partial.` and mktemp's part
 
 
 @pytest.fixture
@@ -68,7 +70,7 @@ def test_fetch_is_planned_applied_checked_and_then_in_sync(fake: FakeFleet) -> N
     assert tower.models[PATH] == FILES and not tower.partial
     assert sorted(tower.copied) == sorted(FILES)
     rsync = next(c for _, c in tower.journal if "rsync" in c)
-    assert f"models@10.0.0.9:{SOURCE}/ /models/.TinyLlama-1.1B-Chat-FP8.partial/" in rsync
+    assert f"models@10.0.0.9:{SOURCE}/ {TMP}" in rsync
     assert "ssh -i /etc/fleet/nas" in rsync, "the host's own key to the store"
     lineage = parse_provenance(tower.files[PATH + ".PROVENANCE.txt"])
     assert lineage.get("source") == f"store:nas:{SOURCE}"
@@ -120,7 +122,8 @@ def test_interrupted_copy_leaves_no_model_and_the_next_apply_resumes(fake: FakeF
     assert "the next apply resumes it" in failed.stderr
     assert PATH not in tower.models and PATH + ".PROVENANCE.txt" not in tower.files
     assert tower.started == [], "no seat started on half a model"
-    assert tower.partial == {"/models/.TinyLlama-1.1B-Chat-FP8.partial": {"config.json": 663}}
+    assert list(tower.partial.values()) == [{"config.json": 663}]
+    assert all(is_temporary_of(tmp, PATH) for tmp in tower.partial)
     plan = fake.fleet("plan")
     assert "(resumes: 663 B already copied)" in plan.stdout
     apply(fake)
@@ -162,8 +165,7 @@ def test_hf_source_gets_its_token_on_stdin_and_checks_digests(
     apply(fake)
     download = next(c for _, c in tower.journal if "hf download" in c)
     assert (
-        "hf download TinyLlama/TinyLlama-1.1B-Chat-v1.0 --revision "
-        f"{COMMIT} --local-dir /models/.TinyLlama-1.1B-Chat-FP8.partial"
+        f"hf download TinyLlama/TinyLlama-1.1B-Chat-v1.0 --revision {COMMIT} --local-dir {TMP}"
     ) in download
     assert "hf_notarealtoken" not in download and tower.tokens == [
         "hf_notarealtokenbutlongenough123\n"
@@ -310,10 +312,7 @@ def test_verify_hashes_every_recorded_file(fake: FakeFleet, corrupt: bool) -> No
 
 def test_prune_frees_an_abandoned_partial_and_keeps_one_a_fetch_resumes(fake: FakeFleet) -> None:
     tower = fake.hosts["tower"]
-    abandoned, resumed = (
-        "/models/.Qwen3-32B-old.partial",
-        "/models/.TinyLlama-1.1B-Chat-FP8.partial",
-    )
+    abandoned, resumed = temporary("/models/Qwen3-32B-old"), temporary(PATH)
     tower.partial[abandoned] = {"model-00001.safetensors": 5_000_000_000}
     tower.partial[resumed] = {"config.json": 663}  # coder's fetch would resume it
     aged = fake.fleet("models", "prune", "--older-than", "1d", "--auto-approve")
@@ -366,9 +365,30 @@ def test_prune_never_offers_a_partial_a_seat_uses_or_not_named_as_one(fake: Fake
     assert PATH in tower.models
 
 
+def test_a_model_directory_named_with_a_newline_is_a_model_of_its_own(fake: FakeFleet) -> None:
+    """Printed raw, `<coder's model>\\n1` would have given coder's model its size and
+    files; it is one unused directory, which prune removes, and nothing else."""
+    apply(fake)
+    tower = fake.hosts["tower"]
+    odd = f"{PATH}\n1"
+    tower.models[odd] = {"config.json": 1, "evil\n5\t0\t0\tconfig.json": 2}
+    listed = json.loads(fake.fleet("models", "--json").stdout)
+    rows = {row["path"]: row for row in listed["models"]}
+    assert sorted(rows) == [PATH, odd]
+    assert (rows[PATH]["size_bytes"], rows[PATH]["seats"]) == (sum(FILES.values()), ["coder"])
+    assert (rows[odd]["size_bytes"], rows[odd]["seats"]) == (3, [])
+    shown = fake.fleet("models").stdout
+    assert f"tower  {PATH}\\n1  3 B  seats: unused" in shown and f"{PATH}\n1" not in shown
+    assert "model-changed" not in fake.fleet("plan").stdout
+    pruned = fake.fleet("models", "prune", "--auto-approve")
+    assert pruned.returncode == 0, pruned.stdout + pruned.stderr
+    assert [p for kind, p in tower.journal if kind == "removed"] == [odd]
+    assert tower.models[PATH] == FILES
+
+
 def test_a_file_planted_in_the_temporary_path_fails_the_fetch(fake: FakeFleet) -> None:
     tower = fake.hosts["tower"]
-    tower.partial["/models/.TinyLlama-1.1B-Chat-FP8.partial"] = {"modeling_evil.py": 10}
+    tower.partial[temporary(PATH)] = {"modeling_evil.py": 10}
     result = fake.fleet("apply", "--auto-approve", "--timeout", "120")
     assert result.returncode == 1, result.stdout + result.stderr
     assert "modeling_evil.py: not in the source" in result.stdout + result.stderr
@@ -387,7 +407,7 @@ def test_hf_without_a_manifest_is_checked_against_the_hubs_file_list(
     tower = fake.hosts["tower"]
     tower.hub["TinyLlama/T"] = {"config.json": 663, "model.safetensors": 4096}
     if planted:
-        tower.partial["/models/.TinyLlama-1.1B-Chat-FP8.partial"] = {"modeling_evil.py": 10}
+        tower.partial[temporary(PATH)] = {"modeling_evil.py": 10}
     result = fake.fleet("apply", "--auto-approve", "--timeout", "120")
     listing = next(c for _, c in tower.journal if c.startswith("hub_python="))
     assert shlex.split(listing.split(" $hub_python ", 1)[1])[2:] == ["TinyLlama/T", COMMIT]
@@ -398,3 +418,85 @@ def test_hf_without_a_manifest_is_checked_against_the_hubs_file_list(
     else:
         assert result.returncode == 0, result.stdout + result.stderr
         assert tower.models[PATH] == {"config.json": 663, "model.safetensors": 4096}
+
+
+HUB_PLANS = [
+    (
+        "public",
+        "",
+        {"T": {"config.json": 663, "model.safetensors": 4096}},
+        2,
+        "4.8 kB from the hub",
+    ),
+    (
+        "public-size-unsaid",
+        "",
+        {"T": {"config.json": 663, "x": -1}},
+        2,
+        "size unknown from the hub",
+    ),
+    (
+        "public-not-found",
+        "",
+        {},
+        1,
+        f"source hf://TinyLlama/T@{COMMIT} is unreachable from tower: "
+        "huggingface_hub.errors.RepositoryNotFoundError: TinyLlama/T",
+    ),
+    (
+        "with-token",
+        "\n  token: ${HF_TOKEN}",
+        {},
+        2,
+        f"size unknown from the hub (TinyLlama/T@{COMMIT}): its file list needs the token, "
+        "so size and room are checked at apply",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("token", "hub", "status", "said"), [p[1:] for p in HUB_PLANS], ids=[p[0] for p in HUB_PLANS]
+)
+def test_plan_reads_the_hubs_file_list_as_apply_does_or_says_it_does_not(
+    fake: FakeFleet, token: str, hub: dict[str, dict[str, int]], status: int, said: str
+) -> None:
+    """An hf:// source without a manifest: plan asks the hub from the host (the command
+    apply runs) for its size, or says that a token-gated list is first read at apply."""
+    fake.edit(
+        "seats/coder.yaml",
+        f"  source: store:nas:{SOURCE}\n  revision: r2026-11",
+        f"  source: hf://TinyLlama/T@{COMMIT}{token}",
+    )
+    tower = fake.hosts["tower"]
+    tower.hub.update({f"TinyLlama/{name}": files for name, files in hub.items()})
+    plan = fake.fleet("plan")
+    assert plan.returncode == status, plan.stdout + plan.stderr
+    assert said in plan.stdout
+    assert tower.tokens == [], "plan sends no token"
+
+
+@pytest.mark.parametrize("pinned", [False, True], ids=["first-key", "pinned-known-hosts"])
+def test_a_store_whose_key_the_host_has_never_seen(fake: FakeFleet, pinned: bool) -> None:
+    """Plan writes no host key, so it cannot list such a store; apply records the key
+    first (accept-new) unless desired/ pins a known_hosts file, where the key must be."""
+    if pinned:
+        fake.edit(
+            "fleet.yaml",
+            "identity_file: /etc/fleet/nas}",
+            "identity_file: /etc/fleet/nas, known_hosts: /etc/fleet/nas_hosts}",
+        )
+    tower = fake.hosts["tower"]
+    tower.stores["10.0.0.9"].key_known = False
+    plan = fake.fleet("plan")
+    if pinned:
+        assert plan.returncode == 1, plan.stdout + plan.stderr
+        assert "is unreachable from tower: Host key verification failed." in plan.stdout
+        return
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    assert (
+        f"from store nas ({SOURCE}): its host key is not yet known on tower, which apply "
+        "records (accept-new) before it lists the store: size and room are checked then"
+    ) in plan.stdout
+    assert "Blockers" not in plan.stdout
+    apply(fake)
+    assert tower.models[PATH] == FILES and tower.stores["10.0.0.9"].key_known

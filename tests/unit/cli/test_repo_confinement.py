@@ -26,3 +26,17 @@ def test_the_inventory_inside_the_repository_is_written(tmp_path: Path) -> None:
     fake = make_fleet(tmp_path)
     assert fake.fleet("inventory", "--write").returncode == 0
     assert (fake.root / "inventory" / "INVENTORY.md").is_file()
+
+
+def test_an_inventory_link_into_git_is_refused(tmp_path: Path) -> None:
+    """A link to .git/hooks would make the inventory a hook the next commit runs."""
+    fake = make_fleet(tmp_path)
+    hooks = fake.root / ".git" / "hooks"
+    hooks.mkdir(parents=True, exist_ok=True)
+    before = sorted(p.name for p in hooks.iterdir())
+    (fake.root / "inventory").symlink_to(hooks, target_is_directory=True)
+    fake.commit("inventory/ is a link into .git")
+    result = fake.fleet("inventory", "--write")
+    assert result.returncode == 1, result.stdout
+    assert "inside the repository's .git" in result.stderr
+    assert sorted(p.name for p in hooks.iterdir()) == before

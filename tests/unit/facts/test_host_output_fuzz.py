@@ -24,7 +24,15 @@ from tests.unit.render.test_compose import example
 
 BOUNDARY = "b0a7d3"
 ID = "d" * 64
-ARGS = ["", ID, "4177", "fleet-flash.service", "/models/Qwen3-32B", "/models/.x.partial", "0"]
+ARGS = [
+    *("", ID, "4177", "fleet-flash.service", "/models/Qwen3-32B", "/models/.x.partial", "0"),
+    *(
+        "/models/.x.partial.Ab3dE6gH9j",
+        "%2f6d6f64656c732f61",
+        "%zz",
+        "%",
+    ),  # hex as `mark` prints it
+]
 SECTIONS = [
     "gpus", "gpus-rc", "gpu-table", "apps", "cgroup", "docker-rc", "inspect", "images",
     "cmdline", "logs", "compose", "model", "config", "provenance", "gguf", "missing",
@@ -46,6 +54,8 @@ FRAGMENTS = [
     "ExecStart=/usr/bin/llama-server --port 8072\n[Service]",
     '{"at": "2026-12-01T10:00:00Z", "step": "begin"}',
     "config.json\t663\t1.0\t2.0",
+    "663\t1.0\t2.0\tconfig.json\x00x\n1\t0\t0\tmodel.safetensors\x00",
+    "vllm\x00serve\x00/models/Qwen3-32B\x00--port\x008026\x00",
     "/dev/x 100 1 99 1% /models",
     "@@FLEET inspect",
     f"@@FLEET-{BOUNDARY}x lock",

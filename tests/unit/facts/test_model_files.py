@@ -21,6 +21,7 @@ from fleet.facts.model_files import (
 )
 from fleet.facts.provenance import RecordedFile, file_line, parse_provenance, recorded_files
 from fleet.facts.script import FactOutput, script
+from fleet.render.model_fetch import temporary_glob
 
 DF_CASES = [
     (
@@ -61,8 +62,8 @@ def test_df(text: str, expected: DiskFree | None) -> None:
 
 def test_file_list_reads_find_printf() -> None:
     text = (
-        "config.json\t663\t1796348513.6944446720\t1789000000.5000000000\n"
-        "shards/model-00001.safetensors\t4096\t17\nbad\n"
+        "663\t1796348513.6944446720\t1789000000.5000000000\tconfig.json\0"
+        "4096\t17\t\tshards/model-00001.safetensors\0bad\0"
     )
     assert parse_file_list(text) == {
         "config.json": ModelFile(
@@ -99,33 +100,34 @@ def test_disk_and_files_on_a_real_directory(tmp_path: Path) -> None:
 
 
 def test_partials_are_the_hidden_temporary_paths_of_the_root(tmp_path: Path) -> None:
-    (tmp_path / ".Qwen3-32B.partial").mkdir()
-    (tmp_path / ".Qwen3-32B.partial" / "model.safetensors").write_bytes(b"\0" * 1000)
-    (tmp_path / ".q4.gguf.partial").write_bytes(b"\0" * 64)
+    (tmp_path / ".Qwen3-32B.partial.Ab3dE6gH9j").mkdir()
+    (tmp_path / ".Qwen3-32B.partial.Ab3dE6gH9j" / "model.safetensors").write_bytes(b"\0" * 1000)
+    (tmp_path / ".q4.gguf.partial").write_bytes(b"\0" * 64)  # an older fleet's fixed name
+    (tmp_path / ".x.partial.short").mkdir()
     (tmp_path / "Qwen3-8B").mkdir()
     (tmp_path / ".hidden").mkdir()
     found = run_script(PARTIALS.entry(str(tmp_path)))[PARTIALS]
     assert sorted(found) == [
-        str(tmp_path / ".Qwen3-32B.partial"),
+        str(tmp_path / ".Qwen3-32B.partial.Ab3dE6gH9j"),
         str(tmp_path / ".q4.gguf.partial"),
     ]
     assert found[str(tmp_path / ".q4.gguf.partial")] == 64
-    assert found[str(tmp_path / ".Qwen3-32B.partial")] >= 1000
+    assert found[str(tmp_path / ".Qwen3-32B.partial.Ab3dE6gH9j")] >= 1000
     assert run_script(PARTIALS.entry(str(tmp_path / "Qwen3-8B")))[PARTIALS] == {}
 
 
 def test_sources_list_only_absent_paths_and_say_why_not(tmp_path: Path) -> None:
     (tmp_path / "here").mkdir()
-    partial = tmp_path / ".gone.partial"
+    partial = tmp_path / ".gone.partial.Ab3dE6gH9j"
     partial.mkdir()
     (partial / "a").write_bytes(b"x" * 10)
-    listing = "printf 'config.json\\t663\\nmodel.safetensors\\t4096\\n'"
+    listing = "printf '663\\tconfig.json\\0004096\\tmodel.safetensors\\000'"
     refused = "echo 'ssh: connect to host store port 22: Connection refused' >&2; exit 255"
     entry = SOURCES.entry(
         {
-            str(tmp_path / "here"): (listing, str(tmp_path / ".here.partial")),
-            str(tmp_path / "gone"): (listing, str(partial)),
-            str(tmp_path / "far"): (refused, str(tmp_path / ".far.partial")),
+            str(tmp_path / "here"): (listing, temporary_glob(str(tmp_path / "here"))),
+            str(tmp_path / "gone"): (listing, temporary_glob(str(tmp_path / "gone"))),
+            str(tmp_path / "far"): (refused, temporary_glob(str(tmp_path / "far"))),
         }
     )
     found = run_script(entry)[SOURCES]
@@ -163,3 +165,31 @@ def test_recorded_files_read_back_what_fleet_wrote() -> None:
         "": RecordedFile(size=9, sha256=digest, mtime="1789000000"),
     }
     assert recorded_files(parse_provenance("base model: Qwen/Qwen3-8B\n")) is None
+
+
+UNKNOWN_KEY = (
+    "No ED25519 host key is known for [10.0.0.9]:2222 and you have requested strict checking."
+)
+CHANGED_KEY = (
+    "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
+    "@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n"
+    "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@\n"
+    "Offending ED25519 key in /root/.ssh/known_hosts:3\n"
+    f"{UNKNOWN_KEY}"
+)
+
+
+@pytest.mark.parametrize(
+    ("said", "unknown"),
+    [
+        (f"{UNKNOWN_KEY}\r\nHost key verification failed.", True),
+        (f"{CHANGED_KEY}\r\nHost key verification failed.", False),
+        ("ssh: connect to host 10.0.0.9 port 2222: Connection refused", False),
+    ],
+    ids=["never-seen", "changed", "refused"],
+)
+def test_a_listing_refused_only_for_a_key_never_seen_says_so(said: str, unknown: bool) -> None:
+    text = f"@@FLEET source /m\n{said}\n@@FLEET source-rc /m 255\n@@FLEET end\n"
+    listing = FactOutput(text)[SOURCES]["/m"]
+    assert (listing.host_key_unknown, listing.files) == (unknown, {})
+    assert listing.error is not None

@@ -96,6 +96,6 @@ def test_sections_start_only_with_the_runs_boundary() -> None:
         ("lock", "", "x\n@@FLEET lock\n@@FLEET-abd end\ny"),
         ("end", "", ""),
     ]
-    assert "mark() { printf '\\n@@FLEET-abc %s\\n'" in script([], "abc")
+    assert "printf '\\n@@FLEET-abc %s\\n' \"$a\"" in script([], "abc")
     with pytest.raises(ValueError, match="letters and digits"):
         script([], "a b")

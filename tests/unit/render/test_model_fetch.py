@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import subprocess
 import sys
@@ -22,41 +23,42 @@ SSH = (
 
 
 def own(tmp: str) -> str:
-    """The check that the temporary path is not someone else's (a symlink, another owner)."""
-    refusal = f"'{tmp} is a symlink or not owned by this user: refused'"
-    mine = f"[ ! -L {tmp} ] && {{ [ ! -e {tmp} ] || [ -O {tmp} ]; }}"
+    """The check that the temporary directory is this user's own (not a symlink)."""
+    refusal = f"'{tmp} is a symlink or not this user'\"'\"'s directory: refused'"
+    mine = f"[ ! -L {tmp} ] && [ -d {tmp} ] && [ -O {tmp} ]"
     return f"{{ {mine} || {{ echo {refusal} >&2; exit 1; }}; }}"
 
 
+RANDOM = "Xy7Qk2mP0a"  # what mktemp -d drew
 COPIES = [
     (
         "store-directory",
         ModelOrigin(source="store:nas:/srv/models/Qwen3-32B", revision="r1"),
         "/models/Qwen3-32B",
-        f"mkdir -p /models && {own('/models/.Qwen3-32B.partial')} && rsync -a --partial "
-        f"-e '{SSH}' models@10.0.0.9:/srv/models/Qwen3-32B/ /models/.Qwen3-32B.partial/",
+        f"{own(f'/models/.Qwen3-32B.partial.{RANDOM}')} && rsync -a --partial "
+        f"-e '{SSH}' models@10.0.0.9:/srv/models/Qwen3-32B/ /models/.Qwen3-32B.partial.{RANDOM}/",
     ),
     (
         "store-gguf-file",
         ModelOrigin(source="store:nas:/srv/q.gguf", sha256="ab" * 32),
         "/models/q.gguf",
-        f"mkdir -p /models && {own('/models/.q.gguf.partial')} && rsync -a --partial "
-        f"-e '{SSH}' models@10.0.0.9:/srv/q.gguf /models/.q.gguf.partial",
+        f"{own(f'/models/.q.gguf.partial.{RANDOM}')} && rsync -a --partial "
+        f"-e '{SSH}' models@10.0.0.9:/srv/q.gguf /models/.q.gguf.partial.{RANDOM}/q.gguf",
     ),
     (
         "hub-with-token",
         ModelOrigin(source=f"hf://Qwen/Qwen3-8B@{COMMIT}", token="${HF_TOKEN}"),
         "/models/Qwen3-8B",
-        f"mkdir -p /models && {own('/models/.Qwen3-8B.partial')} && "
+        f"{own(f'/models/.Qwen3-8B.partial.{RANDOM}')} && "
         "IFS= read -r HF_TOKEN && export HF_TOKEN && hf download "
-        f"Qwen/Qwen3-8B --revision {COMMIT} --local-dir /models/.Qwen3-8B.partial",
+        f"Qwen/Qwen3-8B --revision {COMMIT} --local-dir /models/.Qwen3-8B.partial.{RANDOM}",
     ),
     (
         "hub-public-unpinned",
         ModelOrigin(source="hf://Qwen/Qwen3-8B"),
         "/srv/m/Qwen3-8B",
-        f"mkdir -p /srv/m && {own('/srv/m/.Qwen3-8B.partial')} && "
-        "hf download Qwen/Qwen3-8B --local-dir /srv/m/.Qwen3-8B.partial",
+        f"{own(f'/srv/m/.Qwen3-8B.partial.{RANDOM}')} && "
+        f"hf download Qwen/Qwen3-8B --local-dir /srv/m/.Qwen3-8B.partial.{RANDOM}",
     ),
 ]
 
@@ -65,7 +67,8 @@ COPIES = [
     ("origin", "path", "expected"), [c[1:] for c in COPIES], ids=[c[0] for c in COPIES]
 )
 def test_copy_command(origin: ModelOrigin, path: str, expected: str) -> None:
-    command = model_fetch.copy_command(origin, STORES, path)
+    tmp = model_fetch.temporary_prefix(path) + RANDOM
+    command = model_fetch.copy_command(origin, STORES, path, tmp)
     assert command == expected
     assert "HF_TOKEN}" not in command, "the reference is resolved on stdin, never rendered"
 
@@ -80,7 +83,7 @@ def test_store_listing_is_one_ssh_command_with_the_remote_find_quoted() -> None:
         "-type",
         "f",
         "-printf",
-        r"%P\t%s\n",
+        r"%s\t%P\0",
     ]
 
 
@@ -91,6 +94,14 @@ MISMATCHES = [
     ("size-unknown", {"a": None}, {"a": 4}, {}, {}, []),
     ("nothing", {}, {}, {}, {}, ["nothing landed"]),
     ("extra-file", {"a": 1}, {"a": 1, "evil.py": 9}, {}, {}, ["evil.py: not in the source"]),
+    (
+        "newline-in-a-name",  # in the provenance, a line `1 - @0 config.json` of its own
+        {"x\n1 - @0 config.json": 7},
+        {"x\n1 - @0 config.json": 7},
+        {},
+        {},
+        ["'x\\n1 - @0 config.json': a control character in a file name"],
+    ),
     (
         "digest",
         {"": 4},
@@ -123,12 +134,17 @@ def test_digests_of_what_landed() -> None:
         "config.json": "ab" * 32,
         "shards/a b.safetensors": "cd" * 32,
     }
-    single = f"{'ef' * 32}  /models/.q.gguf.partial\n"
+    tmp = f"/models/.q.gguf.partial.{RANDOM}"
+    single = f"{'ef' * 32}  {tmp}/q.gguf\n"
     assert model_fetch.parse_digests(single, "/models/q.gguf") == {"": "ef" * 32}
     assert (
-        model_fetch.finish_command("/models/q.gguf")
-        == "mv -T -- /models/.q.gguf.partial /models/q.gguf"
+        model_fetch.finish_command("/models/q.gguf", tmp)
+        == f"mv -T -- {tmp}/q.gguf /models/q.gguf && rmdir -- {tmp}"
     )
+    escaped = f"\\{'ab' * 32}  shards/a\\nconfig.json\\\\x\n"  # GNU: `\` leads the line
+    assert model_fetch.parse_digests(escaped, "/models/X") == {
+        "shards/a\nconfig.json\\x": "ab" * 32
+    }
 
 
 OWN_KNOWN_HOSTS = {"nas": ModelStore(address="10.0.0.9", user="models")}
@@ -184,36 +200,70 @@ def test_the_hub_listing_runs_hfs_python_and_prints_the_repos_files(tmp_path: Pa
         ["sh", "-c", model_fetch.hub_listing(origin)], capture_output=True, text=True, env=env
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines() == [
-        f"asked\tOrg/My-Model@{COMMIT}",
-        "config.json\t663",
-        "model.safetensors\t-1",
-    ]
+    assert done.stdout == f"asked\tOrg/My-Model@{COMMIT}\n663\tconfig.json\0-1\tmodel.safetensors\0"
 
 
-@pytest.mark.parametrize(
-    ("made", "copied"), [("nothing", True), ("own-dir", True), ("symlink", False)]
-)
+MADE = [
+    ("nothing", "a new directory"),
+    ("own-dir", "the one left"),
+    ("symlink", "a new directory"),
+    ("foreign-dir", "a new directory"),
+    ("other-name", "a new directory"),
+]
+
+
+@pytest.mark.parametrize(("made", "taken"), MADE, ids=[m[0] for m in MADE])
 def test_a_copy_never_writes_through_a_temporary_path_someone_else_made(
-    tmp_path: Path, made: str, copied: bool
+    tmp_path: Path, made: str, taken: str
 ) -> None:
+    """The host names a directory `mktemp -d` made, or the one an interrupted fetch of
+    this user left; never a symlink, another owner's directory or another name."""
     root, elsewhere = tmp_path / "models", tmp_path / "etc"
     root.mkdir()
     elsewhere.mkdir()
-    tmp = root / ".Qwen3-8B.partial"
+    left = root / f".Qwen3-8B.partial.{RANDOM}"
     if made == "own-dir":
-        tmp.mkdir()
+        left.mkdir()
     if made == "symlink":
-        tmp.symlink_to(elsewhere)
+        left.symlink_to(elsewhere)
+    if made == "foreign-dir":
+        if os.getuid() != 0:
+            pytest.skip("giving a directory to another user takes root")
+        left.mkdir()
+        os.chown(left, 4242, 4242)
+    if made == "other-name":
+        (root / ".Qwen3-8B.partial.x y").mkdir()
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "hf").write_text('#!/bin/sh\nmkdir -p "$4" && touch "$4/ran"\n')
     (bin_dir / "hf").chmod(0o755)
-    command = model_fetch.copy_command(
-        ModelOrigin(source="hf://Qwen/Qwen3-8B"), {}, f"{root}/Qwen3-8B"
-    )
+    path = f"{root}/Qwen3-8B"
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin"}
+    named = subprocess.run(
+        ["sh", "-c", model_fetch.temporary_command(path)], capture_output=True, text=True, env=env
+    )
+    assert named.returncode == 0, named.stderr
+    tmp = model_fetch.parse_temporary(path, named.stdout)
+    assert tmp is not None and Path(tmp).is_dir() and not Path(tmp).is_symlink()
+    assert (tmp == str(left)) is (taken == "the one left")
+    assert (Path(tmp).stat().st_uid, Path(tmp).stat().st_mode & 0o777) == (os.getuid(), 0o755)
+    command = model_fetch.copy_command(ModelOrigin(source="hf://Qwen/Qwen3-8B"), {}, path, tmp)
     done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, env=env)
-    assert (done.returncode == 0) is copied, done.stderr
+    assert done.returncode == 0, done.stderr
     assert not (elsewhere / "ran").exists()
-    assert (tmp / "ran").exists() is copied
+    assert (Path(tmp) / "ran").exists()
+
+
+def test_two_fetches_never_share_a_new_temporary_directory(tmp_path: Path) -> None:
+    path = f"{tmp_path}/Qwen3-8B"
+    named = [
+        subprocess.run(
+            ["sh", "-c", f'{model_fetch.temporary_command(path)} && rmdir "$t"'],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for _ in range(2)
+    ]
+    assert len(set(named)) == 2
+    assert all(model_fetch.parse_temporary(path, n) for n in named)

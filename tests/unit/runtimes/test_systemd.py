@@ -115,7 +115,7 @@ def test_a_hand_made_unit_of_every_engine_is_listed(
     """The host's unit listing, run by a real shell on a unit directory holding one
     hand-made unit: every registered engine's executable is seen, nothing else is."""
     (tmp_path / "hand-made.service").write_text(f"[Service]\n{unit}\n")
-    script = host_units(str(tmp_path))
+    script = host_units(str(tmp_path)) + "\n  printf '%s\\n' \"$u\"\ndone"
     out = subprocess.run(["sh", "-c", script], capture_output=True, text=True, check=False)
     assert (out.stdout.split() == ["hand-made.service"]) is listed
 
@@ -131,8 +131,8 @@ def test_a_host_places_its_units_and_secrets_files_where_it_says() -> None:
     rendered = SYSTEMD.render_host(fleet, host.name)
     assert rendered.startswith("# /run/fleet/units/fleet-coder.service\n")
     assert "\nEnvironmentFile=/srv/keys/fleet-coder.env\n" in rendered
-    assert "cd /run/fleet/units " in "".join(SYSTEMD.host_facts(host))
-    assert "cd /run/fleet/units " in "".join(SYSTEMD.seat_facts(host, "coder"))
+    assert "for p in /run/fleet/units/*.service;" in "".join(SYSTEMD.host_facts(host))
+    assert '[ -f /run/fleet/units/"$u" ]' in "".join(SYSTEMD.seat_facts(host, "coder"))
 
 
 @pytest.mark.parametrize(

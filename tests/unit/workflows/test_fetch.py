@@ -51,7 +51,8 @@ def slow_host(seconds: float) -> FakeHost:
     host.stores["10.0.0.9"] = FakeStore("10.0.0.9", models={"/srv/T": dict(FILES)})
 
     def slow_copy(command: str) -> CommandResult:
-        host.partial["/models/.TinyLlama-1.1B-Chat-FP8.partial"] = {"config.json": 663}
+        (tmp,) = host.partial  # the directory the host named for this copy
+        host.partial[tmp] = {"config.json": 663}
         time.sleep(seconds)
         inner = command.split(" sh -c ", 1)[1]
         return copy(host, inner.strip("'"), None)
