@@ -18,12 +18,12 @@ from pydantic import Field
 
 from fleet.base import CoreModel
 from fleet.facts.engine_metrics import EngineLoad
+from fleet.names import HASH_LABEL
 from fleet.observed.bench import (
     BenchRecord,
     BenchResult,
     against_committed,
     baseline_of,
-    is_stale,
 )
 from fleet.observed.findings import Finding
 from fleet.observed.models import Observation
@@ -193,6 +193,13 @@ def _host(
         _seat(desired, section.name, row, row.seat in changing, loads, newest, bench)
         for row in section.seats
     )
+    hashes = {s.name: s.container.labels.get(HASH_LABEL) for s in observed.seats if s.managed}
+    seats = tuple(
+        s.model_copy(update={"bench": _stale(s.bench, newest[s.seat], hashes.get(s.seat))})
+        if s.bench is not None
+        else s
+        for s in seats
+    )
     missing = tuple(
         SeatStatus(seat=s.name, host=section.name, managed=True, state="missing", in_sync=False)
         for s in desired.seats_on(section.name)
@@ -255,15 +262,21 @@ def _seat(
         band=(band.min, band.max) if band else None,
         in_band=in_band,
         aliases=row.aliases,
-        bench=_bench(result, bench, row.image_id) if result else None,
+        bench=_bench(result, bench) if result else None,
     )
 
 
-def _bench(result: BenchResult, record: BenchRecord, image_id: str) -> BenchStatus:
+def _stale(bench: BenchStatus, result: BenchResult, live_hash: str | None) -> BenchStatus:
+    """Stale once the seat's spec hash moved since it was measured."""
+    return bench.model_copy(update={"stale": bool(live_hash) and result.spec_hash != live_hash})
+
+
+def _bench(result: BenchResult, record: BenchRecord) -> BenchStatus:
     """The result judged against its committed baseline (a loop's result already is)."""
     judged = result if result.baseline_ratio is not None else against_committed(result, record)
     baseline = baseline_of(record, result.seat, result.spec_hash)
-    level = judged.regression or ("baseline" if judged.baseline else "ok")
+    is_baseline = judged.baseline or baseline == result
+    level = judged.regression or ("baseline" if is_baseline else "ok")
     return BenchStatus(
         date=result.date,
         via=result.via,
@@ -271,5 +284,4 @@ def _bench(result: BenchResult, record: BenchRecord, image_id: str) -> BenchStat
         baseline_tok_s=baseline.decode_tok_s.median if baseline and baseline.decode_tok_s else None,
         ratio=judged.baseline_ratio,
         level=level if judged.baseline_ratio is not None else "unjudged",
-        stale=is_stale(result, result.spec_hash, image_id),
     )
