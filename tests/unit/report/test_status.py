@@ -11,9 +11,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 import git
+import pytest
 
 from fleet.engines import llamacpp, sglang, vllm
 from fleet.engines.base import MetricNames
