@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import signal
 import threading
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -28,10 +28,24 @@ from reconciler.cli.app import (
     sessions_of,
 )
 
+if TYPE_CHECKING:
+    from rich.text import Text
+
 IntervalOption = Annotated[
     float, typer.Option("--interval", min=1, help="Seconds between refreshes.")
 ]
 RoundsOption = Annotated[int, typer.Option("--rounds", hidden=True, help="Stop after N rounds.")]
+
+
+def styled(text: str) -> Text:
+    """The status text with what needs a look in colour (as text: no markup is read)."""
+    from rich.text import Text
+
+    shown = Text(text)
+    shown.highlight_words(("critical", "DEAD", "OUT", "unreachable", "error "), "bold red")
+    shown.highlight_words(("warning",), "yellow")
+    shown.highlight_regex(r"#+", "green")
+    return shown
 
 
 @app.command()
@@ -58,6 +72,8 @@ def status(
                 found, _ = gather_status(repo, sessions)
             if as_json:
                 output.json(found.model_dump(mode="json"))
+            elif output.stdout.isatty():
+                output.out.print(styled(render_text(found)))
             else:
                 output.raw(render_text(found))
             unreachable = [h for h in found.hosts if not h.reachable]
@@ -72,7 +88,7 @@ def status(
         with Live(Text("observing..."), console=output.out, auto_refresh=False) as live:
             while not stop.is_set():
                 found, _ = gather_status(repo, sessions)
-                live.update(Text(render_text(found)), refresh=True)
+                live.update(styled(render_text(found)), refresh=True)
                 done += 1
                 if rounds and done >= rounds:
                     break
