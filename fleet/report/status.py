@@ -5,9 +5,10 @@ the same round trip per host), the plan made from it, and the bench record, and 
 `FleetStatus`: per host and GPU the memory in use and the seats on it, each seat's state,
 live port, running and waiting requests, KV cache in use, concurrency against its band,
 its newest bench result against its baseline with the warning level, its aliases; the
-gateway's aliases; the open findings; the desired/ commit, the live one and the last
-apply. `fleet.report.status_text` prints it in a terminal, `fleet.report.dashboard` as a
-web page; `fleet status --json` is its `model_dump` (`fleet schema status`).
+gateway's aliases; the open findings (plan's, and a regressed seat's bench); the desired/
+commit, the live one and the last apply. `fleet.report.status_text` prints it in a
+terminal, `fleet.report.dashboard` as a web page; `fleet status --json` is its
+`model_dump` (`fleet schema status`).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from fleet.observed.bench import (
     BenchResult,
     against_committed,
     baseline_of,
+    regression_finding,
 )
 from fleet.observed.findings import Finding
 from fleet.observed.models import Observation
@@ -147,6 +149,12 @@ def build_status(
         for section in inventory.hosts
     )
     applied = [h for h in hosts if h.applied_at]
+    judged = (
+        r if r.baseline_ratio is not None else against_committed(r, bench)
+        for r in newest.values()
+        if r.seat in desired.seats
+    )
+    regressions = [f for r in judged if (f := regression_finding(r)) is not None]
     return FleetStatus(
         fleet=desired.settings.name,
         observed_at=observation.observed_at,
@@ -158,7 +166,7 @@ def build_status(
         hosts=hosts,
         aliases=inventory.aliases,
         clients=_clients(desired),
-        findings=tuple(sorted({*plan.findings, *findings}, key=_finding_order)),
+        findings=tuple(sorted({*plan.findings, *findings, *regressions}, key=_finding_order)),
     )
 
 

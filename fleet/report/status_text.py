@@ -65,6 +65,9 @@ def _host(host: HostStatus) -> list[str]:
     for gpu in host.gpus:
         on = [s for s in host.seats if s.gpus and s.gpus[0] == gpu.index]
         placed |= {s.seat for s in on}
+        if not on and gpu.seats:  # a tensor-parallel seat, listed under its first GPU
+            lines += ["  " + _gpu_line(gpu), f"    {printable(', '.join(gpu.seats))} (above)"]
+            continue
         lines += ["  " + _gpu_line(gpu), *_table(on)]
     rest = [s for s in host.seats if s.seat not in placed]
     if rest:
