@@ -181,10 +181,10 @@ def _host(host: HostStatus) -> str:
     gpus = "".join(_gpu(g) for g in host.gpus)
     rows = "".join(_seat_row(s) for s in host.seats)
     head = "".join(f"<th>{c}</th>" for c in SEAT_COLUMNS)
+    table = f'<table class="seats"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
     return (
         f'<article class="host" data-host="{_e(host.name)}"><h2>{_e(host.name)}</h2>{gpus}'
-        f'<table class="seats"><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
-        "</article>"
+        f"{table if rows else '<p>no seat</p>'}</article>"
     )
 
 
