@@ -84,7 +84,8 @@ def status(
         from rich.text import Text
 
         stop, done = threading.Event(), 0
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        for sig in (signal.SIGTERM, signal.SIGINT):  # Ctrl-C ends the watch after its round
+            signal.signal(sig, lambda *_: stop.set())
         with Live(Text("observing..."), console=output.out, auto_refresh=False) as live:
             while not stop.is_set():
                 found, _ = gather_status(repo, sessions)
