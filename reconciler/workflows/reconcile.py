@@ -185,12 +185,17 @@ class Reconciler:
     def _show(
         self, repo: FleetRepo, plan: Plan, observation: Any, loads: dict[str, EngineLoad]
     ) -> None:
-        """The cycle's status on the dashboard page, with the loop's own bench results."""
+        """The cycle's status on the dashboard page, with the loop's own bench results. The
+        page is a view: whatever goes wrong drawing it is reported, never stops the loop."""
         if self.dashboard is None or self.bench is None:
             return
         record = repo.bench_record()
         measured, found = self.bench.results, self.bench.findings()
-        status = build_status(repo.desired, observation, plan, loads, record, measured, found)
+        try:
+            status = build_status(repo.desired, observation, plan, loads, record, measured, found)
+        except Exception as err:  # the loop outlives a bug of its view
+            self.events.emit("dashboard-error", message=f"{type(err).__name__}: {err}")
+            return
         self.dashboard.update(status, record, measured, secret_values(repo.desired))
 
     def _page(self, run: Run) -> None:
