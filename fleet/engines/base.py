@@ -38,7 +38,8 @@ class MetricNames(CoreModel):
     """The Prometheus names fleet reads off an engine's /metrics (summed over labels).
 
     `running` and `waiting` are gauges of requests, `generated` a counter of generated
-    tokens (the first name present wins). The speculative-decoding counters, where the
+    tokens, `kv_usage` the gauge of the KV cache in use, 0 to 1 (the first name present
+    wins: an engine's releases renamed some). The speculative-decoding counters, where the
     engine has them, are accepted draft tokens, proposed draft tokens and drafts (decode
     steps that verified a draft), as bench reads them before and after its runs.
     """
@@ -46,6 +47,7 @@ class MetricNames(CoreModel):
     running: tuple[str, ...]
     waiting: tuple[str, ...] = ()
     generated: tuple[str, ...] = ()
+    kv_usage: tuple[str, ...] = ()
     spec_accepted: str | None = None
     spec_draft_tokens: str | None = None
     spec_drafts: str | None = None

@@ -1,6 +1,7 @@
 """Reading an engine's /metrics with the names its engine module declares (`METRICS`).
 
-`engine_load` gives the reconcile loop requests running and waiting and tokens generated;
+`engine_load` gives the reconcile loop and `fleet status` requests running and waiting,
+tokens generated and the KV cache in use;
 `running_requests` is what drain waits on; `named_counts` reads the speculative counters
 of an engine that exports them under `MetricNames`' names. Where the engine is not known
 (a container being removed), the engine whose names the text carries is used. Pure.
@@ -30,7 +31,10 @@ def engine_load(text: str, engines: Iterable[Engine]) -> EngineLoad:
         return next((sums[n] for n in candidates if n in sums), None)
 
     return EngineLoad(
-        running=first(names.running), waiting=first(names.waiting), generated=first(names.generated)
+        running=first(names.running),
+        waiting=first(names.waiting),
+        generated=first(names.generated),
+        kv_usage=first(names.kv_usage),
     )
 
 

@@ -20,6 +20,7 @@ class EngineLoad(CoreModel):
     running: float | None = None
     waiting: float | None = None
     generated: float | None = None
+    kv_usage: float | None = None  # the KV cache in use, 0 to 1
 
     @property
     def busy(self) -> bool:

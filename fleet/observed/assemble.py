@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fleet.engines import read_process
+from fleet.engines import engine_load, read_process
 from fleet.engines.report import EngineReport
 from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS, GpuProcesses, GpuReading
 from fleet.facts.host_facts import (
@@ -29,6 +29,7 @@ from fleet.facts.instance import Instance
 from fleet.facts.kv_estimate import estimate_kv_bytes_per_token
 from fleet.facts.model_files import DISK, FILES, PARTIALS, SOURCES, ModelFile
 from fleet.facts.script import FactOutput
+from fleet.facts.seat_metrics import SEAT_METRICS
 from fleet.names import COMPOSE_SERVICE_LABEL, MANAGED_LABEL, SEAT_LABEL, is_seat_name
 from fleet.observed.exit_reason import exit_reason, out_of_memory
 from fleet.observed.models import GpuProcessUse, ModelInfo, ObservedGpu, ObservedHost, ObservedSeat
@@ -74,6 +75,7 @@ def assemble_host(name: str, output: str, runtime: Runtime, boundary: str = "") 
         partials=facts[PARTIALS],
         memory_total_mib=memory.total_mib,
         memory_available_mib=memory.available_mib,
+        loads={port: engine_load(text) for port, text in facts[SEAT_METRICS].items()},
     )
 
 

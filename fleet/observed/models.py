@@ -16,6 +16,7 @@ from pydantic import Field, PrivateAttr
 from fleet.base import CoreModel
 from fleet.engines import concurrency
 from fleet.engines.report import EngineReport
+from fleet.facts.engine_metrics import EngineLoad
 from fleet.facts.gguf import GgufFacts
 from fleet.facts.instance import Instance
 from fleet.facts.model_config import ModelFacts
@@ -184,6 +185,10 @@ class ObservedHost(CoreModel):
     )
     seat_start_seconds: dict[str, float] = Field(
         default_factory=dict, description="seat -> how long its last start here took (s)"
+    )
+    loads: dict[int, EngineLoad] = Field(
+        default_factory=dict,
+        description="port -> the engine's own gauges there (read only for `fleet status`)",
     )
 
     _by_name: _Memo = PrivateAttr(default_factory=_Memo)

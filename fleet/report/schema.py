@@ -18,16 +18,25 @@ DESIRED: dict[str, tuple[str, type[BaseModel]]] = {
     "seat": ("seats/<name>.yaml", Seat),
     "gateway": ("gateway.yaml", Gateway),
 }
-DOCUMENTS = {"plan": "fleet plan --json", "inventory": "fleet inventory --json"}
+DOCUMENTS = {
+    "plan": "fleet plan --json",
+    "inventory": "fleet inventory --json",
+    "status": "fleet status --json",
+}
 KINDS = (*DESIRED, *DOCUMENTS)
 
 
 def _document_model(kind: str) -> type[BaseModel]:
-    """The plan and inventory models, imported only when asked for (they pull the planner)."""
+    """The plan, inventory and status models, imported only when asked for (they pull the
+    planner)."""
     if kind == "plan":
         from fleet.plan.plan import Plan
 
         return Plan
+    if kind == "status":
+        from fleet.report.status import FleetStatus
+
+        return FleetStatus
     from fleet.report.inventory import Inventory
 
     return Inventory

@@ -89,20 +89,26 @@ def host_script(
     model_paths: Iterable[str],
     sources: Mapping[str, tuple[str, str]] | None = None,
     boundary: str = "",
+    metrics_ports: Iterable[int] = (),
 ) -> str:
     """The fact script of a host: its GPUs, what its runtime reports of its seats, its
     models (and the sources of those a fetch would fill), its apply lock and journal
-    (one round trip); its sections carry the run's `boundary` (`fleet.facts.script`)."""
+    (one round trip); its sections carry the run's `boundary` (`fleet.facts.script`).
+    With `metrics_ports` (`fleet status`) it also reads the engines' /metrics there."""
     from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
     from fleet.facts.host_facts import host_entries
     from fleet.facts.script import script
+    from fleet.facts.seat_metrics import SEAT_METRICS, metrics_address
 
+    ports = sorted(set(metrics_ports))
+    metrics = (SEAT_METRICS.entry(metrics_address(host.publish_address), ports),) if ports else ()
     return script(
         (
             GPUS.entry(),
             GPU_PROCESSES.entry(),
             *runtime_for(host).host_facts(host),
             *host_entries(host.models_root, list(model_paths), host.apply_state_dir, sources),
+            *metrics,
         ),
         boundary,
     )

@@ -4,7 +4,9 @@
 observation, the engines' load and the bench results (the committed record's newest, each
 replaced by the loop's own measurement once it has one), and again after it measured.
 `serve` answers `/metrics` and `/healthz` (200 while the loop has beaten its heart within
-three intervals) on the `--listen` address, in a daemon thread.
+three intervals) on the `--listen` address, in a daemon thread; given a
+`reconciler.adapters.dashboard.Dashboard`, also the dashboard page (`/`, `/status.json`,
+`/assets/...`). GET only: nothing served changes anything.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from fleet.observed.bench import BenchRecord, BenchResult, latest
 from fleet.observed.findings import Finding
 from fleet.observed.models import Observation
 from fleet.plan.plan import Plan
+from reconciler.adapters.dashboard import HEADERS, Dashboard
 
 
 class FleetMetrics:
@@ -186,8 +189,11 @@ class FleetMetrics:
         return generate_latest(self.registry)
 
 
-def serve(metrics: FleetMetrics, listen: str, interval: float) -> ThreadingHTTPServer:
-    """Answer /metrics and /healthz on `listen` (host:port) in a daemon thread."""
+def serve(
+    metrics: FleetMetrics, listen: str, interval: float, dashboard: Dashboard | None = None
+) -> ThreadingHTTPServer:
+    """Answer /metrics and /healthz on `listen` (host:port) in a daemon thread, and the
+    dashboard's paths when given one."""
     host, _, port = listen.rpartition(":")
     if not host or not port.isdigit():
         raise FleetError(f"--listen takes HOST:PORT, not {listen!r}")
@@ -199,13 +205,19 @@ def serve(metrics: FleetMetrics, listen: str, interval: float) -> ThreadingHTTPS
             elif self.path.startswith("/healthz"):
                 alive = time.time() - metrics.heartbeat < 3 * max(interval, 10)
                 self._send(200 if alive else 503, b"ok\n" if alive else b"stale\n", "text/plain")
+            elif dashboard is not None and (reply := dashboard.answer(self.path)) is not None:
+                self._send(reply.status, reply.body, reply.content_type, HEADERS)
             else:
                 self._send(404, b"not found\n", "text/plain")
 
-        def _send(self, code: int, body: bytes, ctype: str) -> None:
+        def _send(
+            self, code: int, body: bytes, ctype: str, headers: Mapping[str, str] | None = None
+        ) -> None:
             self.send_response(code)
             self.send_header("Content-Type", ctype)
             self.send_header("Content-Length", str(len(body)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(body)
 

@@ -26,6 +26,7 @@ from reconciler.cli import observe as cli_observe
 from reconciler.cli import plan as cli_plan
 from reconciler.cli import reconcile as cli_reconcile
 from reconciler.cli import spec as cli_spec
+from reconciler.cli import status as cli_status
 from reconciler.cli.app import CliContext, app
 from reconciler.cli.explain import explain_app
 from reconciler.cli.models import models_app
@@ -42,6 +43,7 @@ COMMAND_MODULES = (
     cli_bench,
     cli_fit,
     cli_reconcile,
+    cli_status,
 )
 # typer (from 0.26 on) vendors click: its usage errors derive from TyperException
 USAGE_ERRORS: tuple[type[Exception], ...] = (typer.TyperException,)

@@ -57,7 +57,8 @@ def reconcile(
     ] = False,
     prune: PruneOption = False,
     listen: Annotated[
-        str | None, typer.Option("--listen", help="HOST:PORT for /metrics and /healthz.")
+        str | None,
+        typer.Option("--listen", help="HOST:PORT for /metrics, /healthz and the dashboard page."),
     ] = None,
     once: Annotated[
         bool, typer.Option("--once", help="One cycle, exit with plan's codes.")
@@ -72,6 +73,7 @@ def reconcile(
 ) -> None:
     """Keep the live fleet converged with desired/ in Git: pull, observe, plan, act as told."""
     from fleet.errors import FleetError
+    from reconciler.adapters.dashboard import Dashboard
     from reconciler.adapters.metrics import serve
     from reconciler.workflows.desired import desired_dir
     from reconciler.workflows.reconcile import LoopOptions, Reconciler
@@ -87,8 +89,9 @@ def reconcile(
         events,
         open_sessions=sessions_of(ctx),
         clock=clock_of(ctx),
+        dashboard=Dashboard(refresh=max(int(interval), 5)) if listen else None,
     )
-    server = serve(loop.metrics, listen, interval) if listen else None
+    server = serve(loop.metrics, listen, interval, loop.dashboard) if listen else None
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: loop.stop.set())
     try:

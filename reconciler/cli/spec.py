@@ -47,10 +47,14 @@ def _problems_json(problems: list[Problem]) -> str:
 def schema(
     ctx: typer.Context,
     kind: Annotated[
-        str, typer.Argument(help="fleet, host, seat, gateway, all (desired/), plan or inventory")
+        str,
+        typer.Argument(
+            help="fleet, host, seat, gateway, all (desired/), plan, inventory or status"
+        ),
     ] = "all",
 ) -> None:
-    """Print a JSON Schema: of desired/ files (for editors), of the plan or inventory JSON."""
+    """Print a JSON Schema: of desired/ files (for editors), of the plan, inventory or
+    status JSON."""
     from fleet.report.schema import fleet_schema
 
     output_of(ctx).json(fleet_schema(kind))

@@ -43,12 +43,14 @@ def observe_fleet(
     hosts: list[str] | None = None,
     *,
     verify: bool = False,
+    loads: bool = False,
 ) -> Observation:
     """The whole fleet (or the named hosts), observed in parallel; `verify` hashes every
-    fetched model file with a recorded digest again."""
+    fetched model file with a recorded digest again; `loads` also reads each seat's engine
+    gauges (its /metrics) in the same round trip (`fleet status`)."""
     names = sorted(hosts or desired.hosts)
     with ThreadPoolExecutor(max_workers=max(len(names), 1)) as pool:
-        seen = pool.map(lambda n: _observe_one(desired, connections, n, verify), names)
+        seen = pool.map(lambda n: _observe_one(desired, connections, n, verify, loads), names)
         observed = dict(zip(names, seen, strict=True))
     gateway = None
     if desired.gateway is not None and (hosts is None or desired.gateway.host in names):
@@ -61,19 +63,25 @@ def _now() -> str:
 
 
 def _observe_one(
-    desired: DesiredFleet, connections: Sessions, name: str, verify: bool
+    desired: DesiredFleet, connections: Sessions, name: str, verify: bool, loads: bool
 ) -> ObservedHost:
     try:
-        return observe_host(desired, connections.get(name), name, verify=verify)
+        return observe_host(desired, connections.get(name), name, verify=verify, loads=loads)
     except FleetError as err:
         return ObservedHost(name=name, reachable=False, error=err.message)
 
 
 def observe_host(
-    desired: DesiredFleet, conn: HostSession, name: str, *, verify: bool = False
+    desired: DesiredFleet,
+    conn: HostSession,
+    name: str,
+    *,
+    verify: bool = False,
+    loads: bool = False,
 ) -> ObservedHost:
     """All facts of one host, in one round trip (and one more per fetched model to hash
-    again: its files whose size or mtime moved, or all of them with `verify`)."""
+    again: its files whose size or mtime moved, or all of them with `verify`); `loads`:
+    with the engine gauges of every port its seats may serve on."""
     spec = desired.hosts[name]
     paths = [s.model for s in desired.seats_on(name)]
     paths += [
@@ -87,7 +95,8 @@ def observe_host(
         if host == name
     }
     boundary = new_boundary()
-    result = conn.run("sh -s", stdin=host_script(spec, paths, sources, boundary))
+    ports = {p for s in desired.seats_on(name) for p in (s.port, s.second_port)} if loads else set()
+    result = conn.run("sh -s", stdin=host_script(spec, paths, sources, boundary, ports))
     observed = assemble_host(name, result.stdout, runtime_for(spec), boundary)
     if not spec.gpus and observed.gpu_error:
         observed = observed.model_copy(update={"gpu_error": None})

@@ -31,12 +31,14 @@ def build_plan(
     *,
     prune: bool = False,
     seats: list[str] | None = None,
+    loads: bool = False,
 ) -> tuple[Plan, Observation]:
-    """Observe, then plan, with drift and the fingerprint of what the plan relies on."""
+    """Observe, then plan, with drift and the fingerprint of what the plan relies on;
+    `loads`: the observation carries the engines' gauges too (`fleet status`)."""
     unknown = sorted(set(seats or ()) - set(repo.desired.seats))
     if unknown and not prune:
         raise FleetError(f"no such seat in desired/: {', '.join(unknown)}")
-    observation = observe_fleet(repo.desired, sessions)
+    observation = observe_fleet(repo.desired, sessions, loads=loads)
     drift = find_drift(repo, observation)
     plan = make_plan(
         repo.desired,

@@ -7,8 +7,9 @@ watchdog, then decides (`fleet.plan.reconcile.decide`): apply a new commit
 report. Apply is `fleet apply`'s: locks, health gates, rollback, the inventory commit,
 pushed. A cycle that applied nothing then measures the seats `reconcile.bench` says are
 due (`loop_bench`). Every event is one log line and, with a webhook, a JSON POST; metrics
-are set after each cycle. A stop request (SIGTERM) is honoured between steps, so an apply in
-progress finishes, and its locks are released, before the loop exits.
+are set after each cycle, and so is the dashboard page when it is served (`--listen`): the
+cycle's status, its plan and each apply. A stop request (SIGTERM) is honoured between
+steps, so an apply in progress finishes, and its locks are released, before the loop exits.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ from fleet.errors import ApplyError, FleetError
 from fleet.facts.engine_metrics import EngineLoad
 from fleet.plan.plan import Plan
 from fleet.plan.reconcile import Attempts, LoadSample, Move, backoff, decide, stuck
+from fleet.report.dashboard import Run
+from fleet.report.status import build_status
 from fleet.spec.models import DesiredFleet
 from reconciler.adapters.connections import Connections
+from reconciler.adapters.dashboard import Dashboard
 from reconciler.adapters.git import changed_since, head_commit, sync_upstream
 from reconciler.adapters.http import request_via
 from reconciler.adapters.metrics import FleetMetrics
@@ -42,6 +46,7 @@ from reconciler.workflows.loop_bench import ScheduledBench
 from reconciler.workflows.plans import build_plan
 from reconciler.workflows.repo import FleetRepo
 from reconciler.workflows.seats import seat_address
+from reconciler.workflows.status import plan_run, secret_values
 
 HOLDING = ("dirty", "diverged")
 
@@ -91,6 +96,7 @@ class Reconciler:
     applied: bool = False
     failures: int = 0  # cycles failed in a row
     permanent: str | None = None  # the permanent error last reported
+    dashboard: Dashboard | None = None  # the page --listen serves, if it does
 
     def run(self) -> None:
         """Cycle until asked to stop: every interval, longer after failures."""
@@ -163,6 +169,7 @@ class Reconciler:
             }
             bench = (repo.bench_record(), self.bench.results, self.bench.findings())
             self.metrics.record_cycle(plan, observation, bands, loads, *bench)
+            self._show(repo, plan, observation, loads)
             if self.stop.is_set():
                 return 2 if plan.actions else 0
             if not plan.actions and self.options.auto_apply and left_behind(plan) and not hold:
@@ -172,7 +179,31 @@ class Reconciler:
             code = self._act(repo, sessions, plan, observation.live_commit, hold)
             if not self.applied:  # after an apply the observation is no longer the fleet's
                 self._measure(repo, sessions, observation)
+                self._show(repo, plan, observation, loads)
             return code
+
+    def _show(
+        self, repo: FleetRepo, plan: Plan, observation: Any, loads: dict[str, EngineLoad]
+    ) -> None:
+        """The cycle's status on the dashboard page, with the loop's own bench results. The
+        page is a view: whatever goes wrong drawing it is reported, never stops the loop."""
+        if self.dashboard is None or self.bench is None:
+            return
+        record = repo.bench_record()
+        measured, found = self.bench.results, self.bench.findings()
+        try:
+            status = build_status(repo.desired, observation, plan, loads, record, measured, found)
+        except Exception as err:  # the loop outlives a bug of its view
+            self.events.emit("dashboard-error", message=f"{type(err).__name__}: {err}")
+            return
+        self.dashboard.update(status, record, measured, secret_values(repo.desired))
+
+    def _page(self, run: Run) -> None:
+        if self.dashboard is not None:
+            self.dashboard.record(run)
+
+    def _stamp(self) -> str:
+        return datetime.fromtimestamp(self.clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
     def _measure(self, repo: FleetRepo, sessions: Sessions, observation: Any) -> None:
         assert self.bench is not None
@@ -205,6 +236,7 @@ class Reconciler:
             desired_commit=commit,
             live_commit=live,
         )
+        self._page(plan_run(plan, self._stamp(), decision.move.value))
         if decision.move in (Move.APPLY, Move.HEAL):
             return self._apply(repo, sessions, plan, commit, decision.move)
         if decision.move is Move.GIVE_UP:
@@ -237,6 +269,15 @@ class Reconciler:
             failures = (self.attempts.failures if self.attempts else 0) + 1
             self.attempts = Attempts(commit or "", failures, self.clock.monotonic())
             self.metrics.applies.labels("rolled-back").inc()
+            self._page(
+                Run(
+                    at=self._stamp(),
+                    kind="apply",
+                    summary=str(err),
+                    desired_commit=commit,
+                    result="rolled back",
+                )
+            )
             self.events.emit("apply-failed", cause=str(err), failures=failures, commit=commit)
             self._notify("apply-rolled-back", cause=str(err), commit=commit)
             return 1
@@ -246,6 +287,17 @@ class Reconciler:
             for action in plan.actions:
                 self.metrics.heals.labels(action.target, "drift").inc()
         done = applied.done
+        summary = "; ".join(done) or "nothing to change"
+        self._page(
+            Run(
+                at=self._stamp(),
+                kind="apply",
+                summary=summary,
+                desired_commit=commit,
+                live_commit=commit,
+                result=move.value,
+            )
+        )
         self.events.emit("applied", move=move.value, done=done, commit=commit, git=applied.git)
         self._notify("apply-succeeded" if move is Move.APPLY else "heal", done=done, commit=commit)
         return 0

@@ -5,7 +5,8 @@ host keeps its files in a dict, journals every operation like `HostConnection.jo
 and answers exactly the commands fleet issues through a table of handlers (regex ->
 function): the apply lock, `rm -f`, the journal's append, `mkdir -p`, one compose service
 `up -d --no-deps` / `rm --stop --force`, `docker ps` for a seat's port, `docker restart`
-and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`), systemd's
+and the fact script (`sh -s`, answered by `tests.fakes.containers.fact_output`, with each
+seat port's /metrics where `fleet status` asks for them), systemd's
 `systemctl` / `journalctl` (`tests.fakes.systemctl`) and the units' part of the fact
 script (`tests.fakes.units`: unit files in `files`, what systemd runs in `systemd`),
 plus what a test registers in `commands` (by prefix; `tests.fakes.gateway` does). Any
@@ -309,8 +310,24 @@ def _facts(host: FakeHost, _: list[str], stdin: str | None) -> CommandResult:
         host.docker,
         mark,
     )
-    models = "\n".join(fake_models.model_sections(host, stdin, mark)) + f"\n{mark}end\n"
+    models = "\n".join(fake_models.model_sections(host, stdin, mark))
+    models += "\n" + "\n".join(_metrics_sections(host, stdin, mark)) + f"\n{mark}end\n"
     return CommandResult(0, output.replace(f"{mark}end\n", models), "")
+
+
+def _metrics_sections(host: FakeHost, stdin: str, mark: str) -> list[str]:
+    """`fleet status`'s part of the script: each port's /metrics as its engine answers it
+    (an engine's, else what the test `serve`d there), nothing where nothing listens."""
+    sections = []
+    urls = re.findall(r"http://([^:\s'/]+):(\d+)/metrics", stdin)
+    for address, port in dict.fromkeys(urls):
+        routes = host._engine_routes(address, int(port)) or {}
+        routes = {**routes, **host.routes.get((address, int(port)), {})}
+        replies = routes.get("/metrics")
+        sections.append(f"{mark}metrics {port}")
+        if replies and replies[0].status == 200:
+            sections.append(replies[0].body)
+    return sections
 
 
 def _pattern(template: str) -> re.Pattern[str]:

@@ -8,13 +8,16 @@ on a stopped seat. The watchdog reads the stand-in engine's /metrics and restart
 once when it holds a request and generates nothing (the engine's stuck switch). The loop
 measures a seat every few seconds through the gateway (`reconcile.bench`): slowed by the
 engine's switch it raises the warning against the committed baseline within two
-intervals, and clears it once the seat is fast again.
+intervals, and clears it once the seat is fast again; while it warns, headless Chromium
+renders the loop's dashboard page (GPU bars, the seat, its aliases, its bench chart, the
+finding) and keeps a screenshot in the lab directory (`artifacts/dashboard.png`).
 """
 
 from __future__ import annotations
 
 import http.client
 import json
+import re
 import select
 import shutil
 import signal
@@ -243,6 +246,7 @@ def measures_until_restored(repo: FleetRepo, lab: Lab) -> None:
         assert 'fleet_findings{severity="warning"}' in text
         ratio = next(ln for ln in text.splitlines() if ln.startswith("fleet_bench_baseline_ratio{"))
         assert 'seat="coder"' in ratio and 0.5 < float(ratio.split()[-1]) <= 0.7, ratio
+        the_page_in_a_browser(lab, listen)
         slow(lab, seat, "1")
         (restored,) = wait_until(
             lambda: loop_events(loop_log(loop), "bench-restored", seat="coder"),
@@ -259,6 +263,50 @@ def measures_until_restored(repo: FleetRepo, lab: Lab) -> None:
     finally:
         slow(lab, seat, "1")
         stop_loop(loop)
+
+
+def chromium(*args: str) -> str:
+    """Headless Chromium (Debian's package; as root it needs --no-sandbox): its stdout."""
+    browser = shutil.which("chromium")
+    if browser is None:
+        pytest.fail("chromium not found: Debian's chromium package (tests/lab/install.sh)")
+    done = subprocess.run(
+        [browser, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def the_page_in_a_browser(lab: Lab, listen: int) -> None:
+    """The loop's dashboard page, rendered by headless Chromium: GPU bars, the seat and its
+    aliases, coder's bench chart drawn with its baseline and 30%/50% lines, the warning
+    finding. The DOM and a screenshot stay in the lab directory's `artifacts/`."""
+    url = f"http://127.0.0.1:{listen}/"
+    artifacts = lab.root / "artifacts"
+    artifacts.mkdir(parents=True, exist_ok=True)
+    dom = chromium("--dump-dom", url)
+    (artifacts / "dashboard.html").write_text(dom)
+    assert len(re.findall(r'<meter class="gpu-memory"[^>]*value="\d+"', dom)) >= 1
+    row = re.search(r'<tr class="([^"]*)" data-seat="coder">(.*?)</tr>', dom, re.S)
+    assert row is not None, dom[-3000:]
+    cells = re.findall(r"<td>(.*?)</td>", row.group(2))
+    assert cells[:2] == ["coder", "running"] and cells[3] == "8030", cells
+    assert cells[-1] == "autocomplete, coder" and "warning" in cells[-2], cells
+    assert 'data-alias="autocomplete"' in dom and 'data-alias="coder"' in dom
+    canvas = re.search(r'<canvas class="bench-chart" data-seat="coder"[^>]*>', dom)
+    assert canvas is not None, dom[-3000:]
+    drawn = re.search(r'data-drawn="(\d+)"', canvas.group(0))
+    assert drawn is not None and int(drawn.group(1)) >= 2, canvas.group(0)  # Chart.js drew it
+    assert 'data-lines="4"' in canvas.group(0)  # decode, baseline, -30%, -50%
+    assert 'data-kind="bench-regression"' in dom
+    shot = artifacts / "dashboard.png"
+    shot.unlink(missing_ok=True)
+    chromium(f"--screenshot={shot}", "--window-size=1400,1800", url)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
 
 
 def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(

@@ -22,7 +22,7 @@ cache="${FLEET_LAB_CACHE:-/opt/fleet-lab}"
 litellm_venv="${FLEET_LAB_LITELLM_VENV:-$cache/litellm-venv}"
 plugin=/usr/local/lib/docker/cli-plugins/docker-compose
 packages=(docker.io openssh-server openssh-client busybox-static iproute2 python3 python3-venv
-          util-linux procps prometheus nginx-light rsync curl cmake g++ ninja-build)
+          util-linux procps prometheus nginx-light rsync curl cmake g++ ninja-build chromium)
 
 pip_quiet() {  # pip, without the harmless "Location ... is ignored" noise of this machine
     "$@" 2>&1 | { grep -v "^WARNING: Location" || true; }

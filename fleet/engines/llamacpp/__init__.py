@@ -49,6 +49,7 @@ METRICS = MetricNames(
     running=("llamacpp:requests_processing",),
     waiting=("llamacpp:requests_deferred",),
     generated=("llamacpp:tokens_predicted_total",),
+    kv_usage=("llamacpp:kv_cache_usage_ratio",),  # builds before its KV metrics were dropped
     spec_accepted="llamacpp:spec_decode_num_accepted_tokens_total",
     spec_draft_tokens="llamacpp:spec_decode_num_draft_tokens_total",
     spec_drafts="llamacpp:spec_decode_num_drafts_total",

@@ -53,6 +53,7 @@ METRICS = MetricNames(
     running=("sglang:num_running_reqs",),
     waiting=("sglang:num_queue_reqs",),
     generated=("sglang:generation_tokens_total",),
+    kv_usage=("sglang:token_usage",),
 )
 VERIFY_CALLS = "sglang:spec_verify_calls_total"
 OOM_SIGNATURES: tuple[str, ...] = ("CUDA out of memory", "torch.OutOfMemoryError")

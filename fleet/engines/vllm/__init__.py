@@ -41,6 +41,8 @@ METRICS = MetricNames(
     running=("vllm:num_requests_running",),
     waiting=("vllm:num_requests_waiting",),
     generated=("vllm:generation_tokens_total", "vllm:generation_tokens"),
+    # V1 (0.10 on) names it kv_cache_usage_perc; V0 and 0.9 gpu_cache_usage_perc
+    kv_usage=("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc"),
     spec_accepted="vllm:spec_decode_num_accepted_tokens_total",
     spec_draft_tokens="vllm:spec_decode_num_draft_tokens_total",
     spec_drafts="vllm:spec_decode_num_drafts_total",
