@@ -99,6 +99,12 @@ def test_apply_delivers_verified_keys_and_a_hand_changed_key_is_drift(fake: Fake
     assert fake.hosts["agent-box"].answers == [200, 403, 401], "allowed, other alias, wrong key"
     assert "fleet keys rotate phone" in out, "a manual key is never issued without a terminal"
     assert tanko not in out and ci not in out
+    inventory = fake.fleet("inventory").stdout
+    assert (
+        "| `tanko` | chat, coder | 1 | " in inventory
+        and "| agent-box:/etc/environment LITELLM_API_KEY | matches |" in inventory
+    )
+    assert tanko not in inventory and hash_key(tanko) not in inventory
     again = json.loads(fake.fleet("plan", "--json").stdout)
     left = [a for a in again["actions"] if a["kind"].endswith("-client")]
     assert [(a["kind"], a["target"]) for a in left] == [("add-client", "phone")]
