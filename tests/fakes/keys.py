@@ -2,8 +2,9 @@
 ships (`reconciler/shipped/fleet_auth.py`, its `decide`) against the gateway host's key
 file, then reach the proxy the front serves, as through the real front and LiteLLM.
 
-`FakeClientHost(name, gateway_host, front)`; `checks_keys = False` makes the gateway
-answer as a proxy without the key check would (every key passes).
+`FakeClientHost(name, gateway_host, front, key_file, master)`; `checks_keys = False` makes
+the gateway answer as a proxy without the key check would (every key passes);
+`guard_front` puts the gateway host's own requests to its front through the check.
 """
 
 from __future__ import annotations
@@ -63,6 +64,19 @@ class FakeClientHost(FakeHost):
         return _KeyChannel(routes={}, host=self)
 
 
+def guard_front(gateway: FakeHost, client: FakeClientHost) -> None:
+    """The gateway host's own requests to its front pass the key check too (as the real
+    front's do): checked as `client`'s are, recorded in its `answers`."""
+    original = gateway.open_tcp
+
+    def open_tcp(address: str, port: int, timeout: float = 5.0) -> FakeChannel:
+        if (address, port) != client.front:
+            return original(address, port, timeout)
+        return _KeyChannel(routes={}, host=client)
+
+    gateway.open_tcp = open_tcp  # type: ignore[method-assign]
+
+
 class _KeyChannel(FakeChannel):
     def __init__(self, routes: dict[str, list[Reply]], host: FakeClientHost) -> None:
         super().__init__(routes)
@@ -86,7 +100,7 @@ class _KeyChannel(FakeChannel):
             except AUTH.Refused as err:
                 refused = Reply(err.status, json.dumps({"error": {"message": err.message}}))
         if refused is None:
-            inner = host.gateway.open_tcp(*host.front)
+            inner = FakeHost.open_tcp(host.gateway, *host.front)
             inner.sendall(bytes(self.sent))
             self._reply = inner.recv(1 << 20)
             host.answers.append(int(self._reply.split(b" ", 2)[1]))

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fleet.facts.client_keys import KeyFile, env_value, hash_key, parse_key_file
-from tests.fakes.keys import FakeClientHost
+from tests.fakes.keys import FakeClientHost, guard_front
 from tests.unit.cli.fake_fleet import GATEWAY_CONFIG, MASTER_KEY, FakeFleet, make_fleet
 
 KEY_FILE = "/etc/litellm/fleet_keys.json"
@@ -43,6 +43,16 @@ def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeFleet:
         fleet.hosts[name] = FakeClientHost(
             name, fleet.hosts["gateway"], front, KEY_FILE, MASTER_KEY["LITELLM_MASTER_KEY"]
         )
+    guard_front(
+        fleet.hosts["gateway"],
+        FakeClientHost(
+            "gateway-view",
+            fleet.hosts["gateway"],
+            front,
+            KEY_FILE,
+            MASTER_KEY["LITELLM_MASTER_KEY"],
+        ),
+    )
     fleet.hosts["ci-box"].files["/etc/ci/ci.env"] = "CI_RUNNER=1\n"
     fleet.hosts["ci-box"].modes["/etc/ci/ci.env"] = 0o640
     path = fleet.desired / "gateway.yaml"
