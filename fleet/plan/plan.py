@@ -109,7 +109,7 @@ def make_plan(
     module = clients.module_restart(desired, observation)
     if module is not None and not any(a.kind is ActionKind.RESTART_GATEWAY for a in actions):
         actions.append(module)
-    keyed, key_blockers = clients.client_actions(desired, observation)
+    keyed, key_blockers = ([], []) if only_seats else clients.client_actions(desired, observation)
     actions += keyed
     if not any(a.wave is Wave.GATEWAY for a in actions) and observation.gateway is not None:
         noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))

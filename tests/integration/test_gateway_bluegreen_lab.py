@@ -381,7 +381,8 @@ def on_terminal(repo: FleetRepo, *args: str) -> str:
             break
         chunks.append(chunk)
     os.close(main)
-    assert proc.wait(timeout=300) == 0, proc.stderr.read() if proc.stderr else ""
+    _, errors = proc.communicate(timeout=300)
+    assert proc.returncode == 0, errors.decode(errors="replace")
     return b"".join(chunks).decode(errors="replace")
 
 
