@@ -95,3 +95,10 @@ def test_a_rotation_of_nobody_is_one_clear_line(
 ) -> None:
     result = fake.fleet("keys", *args)
     assert result.returncode == 1 and message in result.stderr and "Traceback" not in result.stderr
+
+
+def test_apply_on_a_terminal_shows_a_manual_key_once(fake: FakeFleet) -> None:
+    code, shown = on_terminal(fake, "apply", "--auto-approve", "--timeout", "120")
+    keys = ISSUED.findall(shown)
+    assert code == 0 and len(keys) == 1, "only the manual client's key is shown"
+    assert key_file(fake).clients["phone"].hashes == (hash_key(keys[0]),)
