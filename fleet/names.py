@@ -71,3 +71,15 @@ def hand_seat_name(raw: str) -> str:
     """The seat name of a container fleet did not create (its compose service or name),
     as `fleet import` writes it and plan matches it: lowercase letters, digits and `-`."""
     return re.sub(r"[^a-z0-9-]+", "-", raw.lower()).strip("-") or "seat"
+
+
+# The gateway's key check, beside its config: fleet's key file (hashes only) and the
+# LiteLLM custom_auth module that reads it, named in the config as CUSTOM_AUTH.
+KEY_FILE_NAME = "fleet_keys.json"
+AUTH_MODULE_NAME = "fleet_auth.py"
+CUSTOM_AUTH = "fleet_auth.user_api_key_auth"
+
+
+def beside(config_path: str, name: str) -> str:
+    """A file in the directory of the gateway's config."""
+    return config_path.rsplit("/", 1)[0] + "/" + name

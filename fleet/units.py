@@ -64,13 +64,13 @@ def human_bytes(size: int) -> str:
     return f"{size} B"
 
 
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*$")
-_SECONDS = {None: 1, "s": 1, "m": 60, "h": 3600}
+_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(s|m|h|d)?\s*$")
+_SECONDS = {None: 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 DURATION_HINT = "a duration like 30s, 5m or 1h"
 
 
 def parse_seconds(value: object) -> float:
-    """Turn `30s`, `5m`, `1h` or a number into seconds."""
+    """Turn `30s`, `5m`, `1h`, `30d` or a number into seconds."""
     if isinstance(value, bool):
         raise ValueError(f"expected {DURATION_HINT}, got {value!r}")
     if isinstance(value, int | float):
@@ -94,5 +94,5 @@ Seconds = Annotated[
     float,
     BeforeValidator(parse_seconds),
     PlainSerializer(format_seconds),
-    WithJsonSchema({"type": ["string", "number"], "pattern": r"^\d+(\.\d+)?(s|m|h)?$"}),
+    WithJsonSchema({"type": ["string", "number"], "pattern": r"^\d+(\.\d+)?(s|m|h|d)?$"}),
 ]

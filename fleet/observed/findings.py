@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from enum import StrEnum
 
 from fleet.base import CoreModel, Severity
+from fleet.observed.client_findings import client_findings
 from fleet.observed.model_use import model_findings
 from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.observed.served import served_findings
@@ -47,6 +48,11 @@ class FindingKind(StrEnum):
     CONFIG_NOT_LIVE = "config-not-live"
     ORPHAN_PROXY = "orphan-proxy"
     TWO_COPIES = "two-copies"
+    CLIENT_KEY_MISSING = "client-key-missing"
+    CLIENT_KEY_DRIFT = "client-key-drift"
+    CLIENT_NOT_AT_GATEWAY = "client-not-at-gateway"
+    UNDECLARED_CLIENT = "undeclared-client"
+    KEY_FILE_UNREADABLE = "key-file-unreadable"
 
 
 class Finding(CoreModel):
@@ -70,6 +76,10 @@ def find_issues(desired: DesiredFleet, observation: Observation) -> list[Finding
     found += [
         Finding(kind=FindingKind(k), target=t, message=m, severity=Severity.ERROR)
         for k, t, m in served_findings(observation)
+    ]
+    found += [
+        Finding(kind=FindingKind(k), target=t, message=m, severity=Severity.ERROR)
+        for k, t, m in client_findings(desired, observation)
     ]
     found += _speculative_mix(observation)
     found += _fan_in(observation)

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import re
 from operator import is_
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
 
 from fleet.base import CoreModel
 from fleet.engines import concurrency
 from fleet.engines.report import EngineReport
+from fleet.facts.client_keys import KeyFile
 from fleet.facts.engine_metrics import EngineLoad
 from fleet.facts.gguf import GgufFacts
 from fleet.facts.instance import Instance
@@ -240,6 +241,25 @@ class ServedGateway(CoreModel):
     )
 
 
+class ObservedKeys(CoreModel):
+    """The gateway's key check as its host has it: the key file (hashes, never a key)
+    and whether the auth module beside the config is the one fleet ships."""
+
+    file: KeyFile | None = Field(None, description="the key file; None: there is none")
+    error: str | None = Field(None, description="why the key file could not be read")
+    module: Literal["current", "stale", "missing"] = "missing"
+
+
+class ObservedClient(CoreModel):
+    """Where a client's key was delivered, as read there: its hash, never the key."""
+
+    name: str
+    where: str
+    reachable: bool = True
+    error: str | None = None
+    delivered: str | None = Field(None, description="sha256 of the delivered key; None: none")
+
+
 class ObservedGateway(CoreModel):
     """The gateway's config file and its backends as the gateway host reaches them."""
 
@@ -251,6 +271,7 @@ class ObservedGateway(CoreModel):
     config: GatewayConfig | None = None
     probes: dict[str, BackendProbe] = Field(default_factory=dict)
     served: ServedGateway | None = None
+    keys: ObservedKeys | None = Field(None, description="its key check (clients declared)")
 
     _by_seat: _Memo = PrivateAttr(default_factory=_Memo)
 
@@ -283,6 +304,9 @@ class Observation(CoreModel):
     observed_at: str
     hosts: dict[str, ObservedHost] = Field(default_factory=dict)
     gateway: ObservedGateway | None = None
+    clients: dict[str, ObservedClient] = Field(
+        default_factory=dict, description="each reachable client's delivered key, as a hash"
+    )
 
     @property
     def live_commit(self) -> str | None:

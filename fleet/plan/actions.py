@@ -2,8 +2,8 @@
 
 Shared by `fleet.plan.plan`, `fleet.plan.aliases`, the reports and apply. An action's
 wave follows from its kind (`WAVE_OF`): model fetches first, then seats, host by host,
-then the gateway once its seats are healthy, then removals; `Action.sort_key` is the
-one order of a plan.
+then the gateway once its seats are healthy, then removals, then clients' keys;
+`Action.sort_key` is the one order of a plan.
 """
 
 from __future__ import annotations
@@ -31,6 +31,10 @@ class ActionKind(StrEnum):
     RETARGET_ALIAS = "retarget-alias"
     REMOVE_ALIAS = "remove-alias"
     RESTART_GATEWAY = "restart-gateway"
+    ADD_CLIENT = "add-client"  # a key issued, delivered, its hash added at the gateway
+    UPDATE_CLIENT = "update-client"  # its aliases or limits at the gateway, same key
+    REKEY_CLIENT = "rekey-client"  # a new key: rotation due, or the delivered one drifted
+    REVOKE_CLIENT = "revoke-client"  # its hashes leave the gateway: refused at once
 
 
 class Wave(IntEnum):
@@ -40,11 +44,12 @@ class Wave(IntEnum):
     SEATS = 1
     GATEWAY = 2
     REMOVALS = 3
+    CLIENTS = 4  # keys are verified through the front once every alias serves as desired
 
     @property
     def title(self) -> str:
         """How reports head the wave."""
-        return {0: "models", 1: "seats", 2: "gateway", 3: "removals"}[self.value]
+        return {0: "models", 1: "seats", 2: "gateway", 3: "removals", 4: "clients"}[self.value]
 
 
 WAVE_OF: dict[ActionKind, Wave] = {
@@ -57,7 +62,12 @@ WAVE_OF: dict[ActionKind, Wave] = {
     ActionKind.REMOVE_ALIAS: Wave.GATEWAY,
     ActionKind.RESTART_GATEWAY: Wave.GATEWAY,
     ActionKind.REMOVE_SEAT: Wave.REMOVALS,
+    ActionKind.ADD_CLIENT: Wave.CLIENTS,
+    ActionKind.UPDATE_CLIENT: Wave.CLIENTS,
+    ActionKind.REKEY_CLIENT: Wave.CLIENTS,
+    ActionKind.REVOKE_CLIENT: Wave.CLIENTS,
 }
+CLIENT_CHANGES = frozenset(k for k, wave in WAVE_OF.items() if wave is Wave.CLIENTS)
 SEAT_CHANGES = frozenset({ActionKind.CREATE_SEAT, ActionKind.REPLACE_SEAT})
 ALIAS_CHANGES = frozenset(
     {ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS, ActionKind.REMOVE_ALIAS}

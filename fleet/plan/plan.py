@@ -16,8 +16,8 @@ from fleet.base import CoreModel
 from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
-from fleet.plan import blockers, fetch, fit, served, strategy
-from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
+from fleet.plan import blockers, clients, fetch, fit, served, strategy
+from fleet.plan.actions import CLIENT_CHANGES, SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
 from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
@@ -62,11 +62,13 @@ class Plan(CoreModel):
             for k in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS, ActionKind.REMOVE_ALIAS)
         )
         fetches = self.count(ActionKind.FETCH_MODEL)
+        keys = sum(1 for a in self.actions if a.kind in CLIENT_CHANGES)
         return (
             (f"{fetches} model{'s' if fetches > 1 else ''} to fetch, " if fetches else "")
             + f"{self.count(ActionKind.CREATE_SEAT)} to create, "
             f"{self.count(ActionKind.REPLACE_SEAT)} to replace, "
             f"{self.count(ActionKind.REMOVE_SEAT)} to remove, {aliases} alias changes"
+            + (f", {keys} client change{'s' if keys > 1 else ''}" if keys else "")
         )
 
     @property
@@ -104,6 +106,11 @@ def make_plan(
     actions += served.copy_actions(desired, observation, only_seats)
     restart, front_blockers = served.gateway_actions(desired, observation, actions)
     actions += restart
+    module = clients.module_restart(desired, observation)
+    if module is not None and not any(a.kind is ActionKind.RESTART_GATEWAY for a in actions):
+        actions.append(module)
+    keyed, key_blockers = ([], []) if only_seats else clients.client_actions(desired, observation)
+    actions += keyed
     if not any(a.wave is Wave.GATEWAY for a in actions) and observation.gateway is not None:
         noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))
     actions.sort(key=lambda a: a.sort_key)
@@ -117,7 +124,8 @@ def make_plan(
         noops=tuple(noops),
         blockers=tuple(blockers.find_blockers(desired, observation, actions))
         + tuple(_surge_blockers(desired, actions))
-        + tuple(front_blockers),
+        + tuple(front_blockers)
+        + tuple(key_blockers),
         findings=tuple(find_issues(desired, observation)),
         drift=drift,
         drift_diff=drift_diff,

@@ -81,6 +81,18 @@ class AliasRow(CoreModel):
     serves: tuple[str, ...] = ()
 
 
+class ClientRow(CoreModel):
+    """One gateway client: the aliases its key opens at the gateway, where its key lives,
+    and whether what is there is a key the gateway holds (never the key, nor its hash)."""
+
+    client: str
+    aliases: tuple[str, ...] = Field(description="as the gateway's key file holds them")
+    keys: int = Field(description="how many keys the gateway holds for it (2 mid-rotation)")
+    issued: str | None = None
+    where: str = Field(description="host:file VARIABLE, or manual")
+    delivered: str = Field(description="matches, differs, missing, unreachable or manual")
+
+
 class Inventory(CoreModel):
     """The whole document's facts."""
 
@@ -89,6 +101,7 @@ class Inventory(CoreModel):
     live_commit: str | None = None
     hosts: tuple[HostSection, ...] = ()
     aliases: tuple[AliasRow, ...] = ()
+    clients: tuple[ClientRow, ...] = ()
     findings: tuple[Finding, ...] = Field(())
     measured: tuple[MeasuredRow, ...] = ()
 
@@ -108,6 +121,7 @@ def build_inventory(
         live_commit=observation.live_commit,
         hosts=hosts,
         aliases=_alias_rows(desired, observation),
+        clients=client_rows(desired, observation),
         findings=tuple(find_issues(desired, observation)),
         measured=measured_rows(observation, bench),
     )
@@ -229,6 +243,38 @@ def _alias_rows(desired: DesiredFleet, observation: Observation) -> tuple[AliasR
                 managed=entry.managed,
                 answers=probe.answers if probe else None,
                 serves=probe.models if probe else (),
+            )
+        )
+    return tuple(rows)
+
+
+def client_rows(desired: DesiredFleet, observation: Observation) -> tuple[ClientRow, ...]:
+    """Each client the gateway's key file holds or desired/ declares."""
+    live = observation.gateway
+    if live is None or live.keys is None or live.keys.file is None:
+        return ()
+    held = live.keys.file.clients
+    declared = desired.gateway.clients if desired.gateway else {}
+    rows = []
+    for name in sorted(set(held) | set(declared)):
+        entry, client = held.get(name), declared.get(name)
+        seen = observation.clients.get(name)
+        if client is None or client.manual:
+            state = "manual" if client is not None else "not declared"
+        elif seen is None or not seen.reachable:
+            state = "unreachable"
+        elif seen.delivered is None:
+            state = "missing"
+        else:
+            state = "matches" if entry and seen.delivered in entry.hashes else "differs"
+        rows.append(
+            ClientRow(
+                client=name,
+                aliases=entry.aliases if entry else (),
+                keys=len(entry.hashes) if entry else 0,
+                issued=entry.issued if entry else None,
+                where=client.where() if client else "—",
+                delivered=state,
             )
         )
     return tuple(rows)

@@ -70,6 +70,7 @@ def render_markdown(inventory: Inventory) -> str:
     for host in inventory.hosts:
         lines += _host(host)
     lines += _aliases(inventory)
+    lines += _clients(inventory)
     lines += measured_lines(inventory.measured)
     lines += _findings(inventory)
     return "\n".join(lines).rstrip("\n") + "\n"
@@ -209,6 +210,23 @@ def _aliases(inventory: Inventory) -> list[str]:
             f"| `{row.alias}` | {_cell(row.api_base)} | {_cell(row.model)} | "
             f"{_cell(row.seat) if row.managed else 'not managed'} | {answers} | "
             f"{', '.join(row.serves) or '—'} |"
+        )
+    return [*lines, ""]
+
+
+def _clients(inventory: Inventory) -> list[str]:
+    """The gateway's clients, where their keys live (never a key), when there are any."""
+    if not inventory.clients:
+        return []
+    lines = ["## Gateway clients", ""]
+    lines += [
+        "| client | aliases | keys | issued | key at | delivered |",
+        "|---|---|---|---|---|---|",
+    ]
+    for row in inventory.clients:
+        lines.append(
+            f"| `{row.client}` | {', '.join(row.aliases) or '—'} | {row.keys} | "
+            f"{_cell(row.issued)} | {row.where} | {row.delivered} |"
         )
     return [*lines, ""]
 

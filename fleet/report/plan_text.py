@@ -31,6 +31,10 @@ SYMBOL = {
     ActionKind.REMOVE_SEAT: ("-", "red"),
     ActionKind.REMOVE_COPY: ("-", "red"),
     ActionKind.REMOVE_ALIAS: ("-", "red"),
+    ActionKind.ADD_CLIENT: ("+", "green"),
+    ActionKind.UPDATE_CLIENT: ("~", "yellow"),
+    ActionKind.REKEY_CLIENT: ("~", "yellow"),
+    ActionKind.REVOKE_CLIENT: ("-", "red"),
 }
 Line = tuple[str, str]  # (style, text)
 
@@ -38,6 +42,8 @@ Line = tuple[str, str]  # (style, text)
 def title(action: Action) -> str:
     """`seat sec on tower`, `alias chat`, `gateway restart`."""
     noun = action.kind.value.split("-", 1)[1]
+    if noun == "client":  # `client tanko: key for coder, chat -> host:file VARIABLE`
+        return f"client {action.target}: {action.reasons[0] if action.reasons else ''}"
     if noun == "gateway":
         return f"restart gateway on {action.host}"
     if noun == "model":
@@ -70,7 +76,7 @@ def plan_lines(plan: Plan, *, diff: bool = False) -> list[Line]:
             lines.append((style, f"  {symbol} {title(action)}"))
             lines += [
                 ("dim", f"      {reason}")
-                for reason in action.reasons
+                for reason in action.reasons[1 if action.wave is Wave.CLIENTS else 0 :]
                 if not reason.endswith(" changes")
             ]
             lines += [

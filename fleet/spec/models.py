@@ -20,6 +20,7 @@ from pydantic import (
 from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
+from fleet.spec.clients import GatewayClient
 from fleet.spec.host_settings import (
     KIND_SETTINGS,
     RUNTIME_SETTINGS,
@@ -356,6 +357,10 @@ class Gateway(CoreModel):
         default_factory=dict, description="Alias -> aliases tried when it fails."
     )
     retired_aliases: tuple[str, ...] = Field((), description="Aliases to remove.")
+    clients: dict[str, GatewayClient] = Field(
+        default_factory=dict,
+        description="Who may call which aliases, each with its own key (fleet.spec.clients).",
+    )
     settings: SkipJsonSchema[SerializeAsAny[KindSettings]] = Field(
         default_factory=lambda: KIND_SETTINGS["litellm"](),
         description="The kind's own settings, read from the file's other keys.",

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from fleet import secrets
+from fleet.spec.client_rules import check_clients
 from fleet.spec.images import parse_image
 from fleet.spec.load import LoadedFleet, Sources
 from fleet.spec.model_rules import check_model_origins
@@ -252,4 +253,5 @@ RULES: tuple[Rule, ...] = (
     check_ranges,
     check_model_origins,
     check_shapes,
+    check_clients,
 )

@@ -2,7 +2,8 @@
 
 Observe and apply share them, so every command costs each host one SSH connection. The
 journals of all connections record every command, SFTP operation and channel opened.
-`Connections` implements `reconciler.host.Sessions`. `open_all` starts the connections
+`Connections` implements `reconciler.host.Sessions`, for the hosts of desired/ and the
+ssh_config hosts gateway clients' keys are delivered to. `open_all` starts the connections
 in the background, so that a command's own start-up (the planner's imports) overlaps
 the SSH handshakes instead of coming before them. `on_silence`, when set (apply sets its
 reporter's `waiting`), is told while a host leaves a command without reply.
@@ -14,9 +15,22 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from fleet.spec.models import DesiredFleet
+from fleet.spec.clients import ClientDelivery
+from fleet.spec.models import DesiredFleet, Host, HostSsh
 from reconciler.adapters.silence import Notify
 from reconciler.adapters.ssh import HostConnection, resolve_target, ssh_config_path
+
+
+def client_hosts(desired: DesiredFleet) -> dict[str, Host]:
+    """The hosts gateway clients' keys are delivered to that are not hosts of desired/:
+    Host entries of the operator's ssh_config, reached by that name."""
+    clients = desired.gateway.clients if desired.gateway else {}
+    names = {
+        c.delivery.host
+        for c in clients.values()
+        if isinstance(c.delivery, ClientDelivery) and c.delivery.host not in desired.hosts
+    }
+    return {n: Host(name=n, ssh=HostSsh(alias=n), address=n) for n in sorted(names)}
 
 
 class Connections:
@@ -29,7 +43,9 @@ class Connections:
         self.ssh_config = ssh_config or ssh_config_path()
         self.timeout = timeout
         self._open: dict[str, HostConnection] = {}
-        self._locks: dict[str, threading.Lock] = {h: threading.Lock() for h in desired.hosts}
+        self._extra = client_hosts(desired)
+        names = [*desired.hosts, *self._extra]
+        self._locks: dict[str, threading.Lock] = {h: threading.Lock() for h in names}
         self._closed = False
         self._failed: dict[str, Exception] = {}
         self._tried: set[str] = set()
@@ -72,7 +88,8 @@ class Connections:
         self._tried.add(host)
         conn = self._open.get(host)
         if conn is None:
-            target = resolve_target(self.desired.hosts[host], self.ssh_config)
+            spec = self.desired.hosts.get(host) or self._extra[host]
+            target = resolve_target(spec, self.ssh_config)
             conn = HostConnection(target, timeout=self.timeout).connect()
             conn.on_silence = self._silent
             self._open[host] = conn

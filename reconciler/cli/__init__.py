@@ -29,11 +29,13 @@ from reconciler.cli import spec as cli_spec
 from reconciler.cli import status as cli_status
 from reconciler.cli.app import CliContext, app
 from reconciler.cli.explain import explain_app
+from reconciler.cli.keys import keys_app
 from reconciler.cli.models import models_app
 from reconciler.cli.output import Output
 
 app.add_typer(explain_app, name="explain", help="Show the facts fleet reads off a log or model.")
 app.add_typer(models_app, name="models", help="List the models on every host; prune unused ones.")
+app.add_typer(keys_app, name="keys", help="Rotate, confirm and revoke gateway clients' keys.")
 COMMAND_MODULES = (
     cli_spec,
     cli_observe,

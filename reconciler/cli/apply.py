@@ -105,6 +105,7 @@ def apply(
 ) -> None:
     """Make the live fleet match desired/, behind health gates, rolling back on failure."""
     from fleet.errors import PlanError
+    from reconciler.cli.keys import terminal_printer
     from reconciler.cli.plan import print_plan
     from reconciler.workflows.apply import ApplyOptions
     from reconciler.workflows.converge import ApplyRun, apply_and_commit
@@ -131,6 +132,7 @@ def apply(
                 fetch_timeout=fetch_timeout,
                 clock=clock_of(ctx),
                 interrupt=interrupt,
+                show_key=terminal_printer(output),  # a manual client's key: a terminal only
             )
             reporter = TerminalReporter(output)
             if hasattr(connections, "on_silence"):  # SSH: a silent host is named while waited on

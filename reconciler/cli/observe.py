@@ -124,6 +124,7 @@ def check(
         observation = observe_fleet(repo.desired, connections)
     if report_unreachable(output, observation):
         raise typer.Exit(1)
+    from fleet.observed.client_findings import client_findings
     from fleet.observed.served import served_findings
     from fleet.report.inventory_text import inventory_diff, render_markdown
     from fleet.report.plan_text import live_line
@@ -131,6 +132,9 @@ def check(
 
     drift = find_drift(repo, observation, worktree=True)
     served = [f"{target}: {message}" for _, target, message in served_findings(observation)]
+    served += [
+        f"{target}: {message}" for _, target, message in client_findings(repo.desired, observation)
+    ]
     if as_json:
         output.json(
             {

@@ -27,6 +27,7 @@ from reconciler.runtimes import adapter_for, hand_made
 from reconciler.workflows import failpoint, locks
 from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import seats as seat_ops
+from reconciler.workflows.client_apply import KeyOptions, Show, apply_client_wave
 from reconciler.workflows.drain import drain
 from reconciler.workflows.fetch import FetchOptions, apply_fetch_wave
 from reconciler.workflows.interrupt import Interrupt
@@ -43,6 +44,11 @@ class ApplyOptions:
     fetch_timeout: float = 6 * 3600.0
     clock: Clock = SYSTEM_CLOCK
     interrupt: Interrupt = field(default_factory=Interrupt)  # tripped by SIGTERM/SIGINT
+    show_key: Show | None = None  # prints a manual client's new key once, on a terminal
+
+    def keys(self) -> KeyOptions:
+        """The client wave's options."""
+        return KeyOptions(timeout=self.gateway_timeout, clock=self.clock, show=self.show_key)
 
 
 def apply_plan(
@@ -154,6 +160,12 @@ def _run(
         (
             Wave.REMOVALS,
             lambda: _apply_removals(desired, connections, plan.actions, options, reporter),
+        ),
+        (
+            Wave.CLIENTS,
+            lambda: apply_client_wave(
+                _after_surges(desired, undo), connections, plan.actions, options.keys(), reporter
+            ),
         ),
     ]
     try:

@@ -23,6 +23,7 @@ from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
 from reconciler.runtimes import adapter_for
 from reconciler.workflows import bluegreen, locks
+from reconciler.workflows.key_check import ensure_key_check
 from reconciler.workflows.proxy import upload_config, url_endpoint, verify_aliases
 from reconciler.workflows.wave_run import Reporter
 
@@ -73,6 +74,7 @@ def switch_config(
         raise GatewayError(f"{gateway.config_path} vanished from {gateway.host}")
     aliases = {alias: chats(desired, alias) for alias in sorted(changed_aliases)}
     key = master_key(gateway)
+    ensure_key_check(conn, gateway, new_text)
     step: Callable[..., float] = bluegreen.switch
     if gateway.front is None:
         step = partial(restart_in_place, command=restart_command(desired, gateway))

@@ -34,6 +34,7 @@ from fleet.runtimes import host_script, runtime_for
 from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.adapters.http import request_via
 from reconciler.host import HostSession, Sessions
+from reconciler.workflows.client_observe import observe_clients, observe_keys
 from reconciler.workflows.locks import gone_pid
 
 
@@ -55,7 +56,8 @@ def observe_fleet(
     gateway = None
     if desired.gateway is not None and (hosts is None or desired.gateway.host in names):
         gateway = observe_gateway(desired.gateway, connections)
-    return Observation(observed_at=_now(), hosts=observed, gateway=gateway)
+    clients = observe_clients(desired, connections) if hosts is None else {}
+    return Observation(observed_at=_now(), hosts=observed, gateway=gateway, clients=clients)
 
 
 def _now() -> str:
@@ -156,6 +158,7 @@ def observe_gateway(gateway: Gateway, connections: Sessions) -> ObservedGateway:
         config=config,
         probes=probes,
         served=observe_served(conn, gateway),
+        keys=observe_keys(conn, gateway),
     )
 
 

@@ -13,6 +13,11 @@ to a real `fleet apply` while the new coder loads: rolled back, exit 143, no loc
 the inventory commit says what was done. Last, a real `fleet apply` killed by its failpoint
 during a surge's health gate, then again after writing the gateway config before the
 front switched: the next plain apply converges with no unlock, no request lost on `chat`.
+Then the gateway's clients: three (two on hosts reached over SSH, one manual, its key shown
+on a terminal) each open their aliases only through the front; a key rotated under load
+(the client re-reading its file) and a client that keeps its key lose no request; a
+revoked client is refused at once; a key changed by hand is drift in `fleet check`; no
+issued key is in the repository, an output, a log or the inventory.
 Real LiteLLM proxies, real nginx, real sshd;
 what the fake hosts prove (tests/unit/workflows/test_gateway_switch.py,
 tests/unit/cli/test_apply_interrupts.py, tests/unit/cli/test_apply_surge.py,
@@ -23,10 +28,13 @@ repeated here.
 from __future__ import annotations
 
 import os
+import pty
+import re
 import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import git
@@ -34,7 +42,7 @@ import pytest
 
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.yamltext import dump_yaml, make_yaml
-from tests.integration.helpers import FleetRepo, apply, chat, make_repo
+from tests.integration.helpers import FleetRepo, apply, chat, make_repo, request_url
 from tests.lab.lab import Lab
 from tests.lab.load import ClientLoad, LoadReport
 from tests.waiting import wait_until
@@ -299,3 +307,190 @@ def test_an_apply_killed_at_its_worst_boundaries_is_finished_by_the_next_plain_o
     assert lab.run("tower", f"test -e {LOCK} || echo none").stdout.strip() == "none"
     assert fleet.fleet("plan").returncode == 0
     assert fleet.fleet("check").returncode == 0
+
+
+# -- Clients and their keys: real sshd on the client hosts, real nginx, real LiteLLM ------
+# tower (a host of desired/) and cpubox (only an ssh_config Host here) receive keys in
+# files under /srv/fleet, which each lab host has of its own (its /etc is this machine's).
+# One apply puts the key check live (the config names it: one blue/green switch); every
+# key change after it is a rename of the key file, no proxy restarts.
+
+CLIENTS = """
+clients:
+  tanko:
+    aliases: [coder]
+    rpm: 6000
+    delivery: {host: tower, file: /srv/fleet/tanko.env}
+  bot:
+    aliases: [chat]
+    delivery: {host: cpubox, file: /srv/fleet/bot.env, variable: BOT_KEY}
+  phone:
+    aliases: [chat]
+    delivery: manual
+"""
+ISSUED_KEY = re.compile(r"sk-fleet-[A-Za-z0-9_-]{43}")
+SEEN: list[str] = []  # every output of fleet these tests ran
+ISSUED: set[str] = set()  # every key they saw issued
+
+
+def run_fleet(repo: FleetRepo, *args: str, code: int = 0) -> str:
+    result = repo.fleet(*args)
+    SEEN.append(result.stdout + result.stderr)
+    assert result.returncode == code, result.stdout + result.stderr
+    return result.stdout + result.stderr
+
+
+def client_key(lab: Lab, host: str, name: str, variable: str = "LITELLM_API_KEY") -> str:
+    text = (lab.hosts[host].compose_dir / name).read_text()
+    match = re.search(rf"^{variable}=(\S+)$", text, re.M)
+    assert match is not None and ISSUED_KEY.fullmatch(match.group(1)), text
+    ISSUED.add(match.group(1))
+    return match.group(1)
+
+
+def status(lab: Lab, key: str, alias: str) -> int:
+    return request_url(
+        f"{lab.gateway_url}/v1/chat/completions",
+        method="POST",
+        headers={"Authorization": f"Bearer {key}"},
+        body={"model": alias, "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]},
+    ).status
+
+
+def on_terminal(repo: FleetRepo, *args: str) -> str:
+    """`fleet ARGS` with its stdout on a pseudo-terminal, as an operator runs it."""
+    main, side = pty.openpty()
+    environment = {**os.environ, **repo.lab.env()}
+    environment.pop("FLEET_DESIRED", None)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", *args],
+        cwd=repo.root,
+        stdout=side,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        env=environment,
+    )
+    os.close(side)
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(main, 4096)
+        except OSError:  # the terminal closed with the process
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    os.close(main)
+    _, errors = proc.communicate(timeout=300)
+    assert proc.returncode == 0, errors.decode(errors="replace")
+    return b"".join(chunks).decode(errors="replace")
+
+
+class RereadingLoad(ClientLoad):
+    """A client that reads its key from its delivered file before every request, as an
+    agent that sources its environment file for each job does."""
+
+    def __init__(self, path: Path, variable: str, *args: Any, **kwargs: Any) -> None:
+        self.source = (path, variable)
+        super().__init__(*args, **kwargs)
+
+    @property  # type: ignore[override]
+    def key(self) -> str | None:
+        path, variable = self.source
+        match = re.search(rf"^{variable}=(\S+)$", path.read_text(), re.M)
+        return match.group(1) if match else None
+
+    @key.setter
+    def key(self, value: str | None) -> None:
+        pass
+
+
+def test_each_client_key_opens_its_aliases_only(fleet: FleetRepo) -> None:
+    lab = fleet.lab
+    path = fleet.desired / "gateway.yaml"
+    tree = make_yaml().load(path.read_text())
+    (tree.get("alias_params") or {}).pop("coder", None)  # the typo an earlier test left
+    path.write_text(dump_yaml(tree) + CLIENTS)
+    fleet.commit("three clients of the gateway")
+    SEEN.append(run_fleet(fleet, "plan", code=2))
+    assert "+ client tanko: key for coder -> tower:/srv/fleet/tanko.env LITELLM_API_KEY" in SEEN[-1]
+    run_fleet(fleet, "apply", "--auto-approve", "--timeout", "240")
+    shown = on_terminal(fleet, "keys", "rotate", "phone")
+    phone = ISSUED_KEY.findall(shown)
+    assert len(phone) == 1 and "fleet keys confirm phone" in shown
+    ISSUED.add(phone[0])
+    tanko, bot = (
+        client_key(lab, "tower", "tanko.env"),
+        client_key(lab, "cpubox", "bot.env", "BOT_KEY"),
+    )
+    assert (lab.hosts["tower"].compose_dir / "tanko.env").stat().st_mode & 0o777 == 0o600
+    seen = {
+        (who, alias): status(lab, key, alias)
+        for who, key in (("tanko", tanko), ("bot", bot), ("phone", phone[0]))
+        for alias in ("coder", "chat")
+    }
+    assert seen == {
+        ("tanko", "coder"): 200,
+        ("tanko", "chat"): 403,
+        ("bot", "coder"): 403,
+        ("bot", "chat"): 200,
+        ("phone", "coder"): 403,
+        ("phone", "chat"): 200,
+    }
+    assert status(lab, "sk-fleet-" + "x" * 43, "chat") == 401
+    assert status(lab, lab.master_key, "chat") == 200, "the master key still works"
+    run_fleet(fleet, "plan")  # 0: every client holds a key the gateway holds
+
+
+def test_a_rotation_under_load_drops_no_request(fleet: FleetRepo) -> None:
+    lab = fleet.lab
+    old = client_key(lab, "tower", "tanko.env")
+    bot = client_key(lab, "cpubox", "bot.env", "BOT_KEY")
+    path = lab.hosts["tower"].compose_dir / "tanko.env"
+    with (
+        RereadingLoad(path, "LITELLM_API_KEY", lab.gateway_url, None, ["coder"]) as rotating,
+        ClientLoad(lab.gateway_url, bot, ["chat"]) as other,
+    ):
+        run_fleet(fleet, "keys", "rotate", "tanko")
+        wait_until(lambda: rotating.report().total >= 8, 60, "requests after the rotation")
+    new = client_key(lab, "tower", "tanko.env")
+    print(rotating.report().summary(), other.report().summary())
+    assert rotating.report().failed == 0 and other.report().failed == 0
+    assert new != old and status(lab, old, "coder") == 401 and status(lab, new, "coder") == 200
+
+
+def test_a_revoked_client_is_refused_at_once(fleet: FleetRepo) -> None:
+    lab = fleet.lab
+    bot = client_key(lab, "cpubox", "bot.env", "BOT_KEY")
+    text = (fleet.desired / "gateway.yaml").read_text()
+    start = text.index("  bot:")
+    fleet.edit("gateway.yaml", text[start : text.index("  phone:")], "")
+    applied = run_fleet(fleet, "apply", "--auto-approve", "--timeout", "240")
+    assert "- client bot: not in desired/" in applied  # the plan apply showed first
+    assert status(lab, bot, "chat") == 401
+
+
+def test_a_key_changed_by_hand_is_drift(fleet: FleetRepo) -> None:
+    lab = fleet.lab
+    path = lab.hosts["tower"].compose_dir / "tanko.env"
+    path.write_text("LITELLM_API_KEY=sk-typed-by-hand-0123456789\n")
+    drift = run_fleet(fleet, "check", code=2)
+    assert "client tanko: the key at tower:/srv/fleet/tanko.env LITELLM_API_KEY is not one" in drift
+    run_fleet(fleet, "apply", "--auto-approve", "--timeout", "240")  # a new key, verified
+    assert status(lab, client_key(lab, "tower", "tanko.env"), "coder") == 200
+
+
+def test_no_issued_key_is_anywhere_but_its_own_file(fleet: FleetRepo) -> None:
+    lab = fleet.lab
+    SEEN.append(run_fleet(fleet, "plan", "--json"))  # the inventory apply wrote is a repo file
+    texts = list(SEEN)
+    texts.append(git.Repo(fleet.root).git.log("-p", "--all"))
+    files = [p for p in fleet.root.rglob("*") if p.is_file() and ".git" not in p.parts]
+    for host in lab.hosts.values():
+        files += [p for p in (host.root / "logs").rglob("*") if p.is_file()]
+        files += [p for p in (host.root / "etc-litellm").glob("*") if p.is_file()]
+        files += [p for p in host.compose_dir.rglob("*") if p.is_file() and p.suffix != ".env"]
+    texts += [p.read_text(errors="replace") for p in files]
+    assert len(ISSUED) >= 5
+    leaks = [k[:12] for k in sorted(ISSUED) if any(k in text for text in texts)]
+    assert leaks == [], f"issued keys found outside their files: {leaks}"

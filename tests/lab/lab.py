@@ -225,6 +225,8 @@ class Lab(LabLayout):
                     path.unlink()
         if self.gateway_host is None:
             return
+        for name in ("fleet_keys.json", "fleet_auth.py"):  # the key check apply ships
+            (self.gateway_config_path.parent / name).unlink(missing_ok=True)
         initial = self.initial_gateway_config
         changed = self.gateway_config() != initial
         first, second = PROXY_PORTS

@@ -18,7 +18,7 @@ from typing import Any
 
 from fleet.errors import GatewayError
 from fleet.gateways.litellm.config import config_of, read_config
-from fleet.names import entry_id, is_managed_entry
+from fleet.names import CUSTOM_AUTH, entry_id, is_managed_entry
 from fleet.observed.gateway_config import GatewayConfig
 from fleet.spec.host_settings import LiteLLMSettings
 from fleet.spec.models import DesiredFleet, Gateway
@@ -86,6 +86,8 @@ def render_gateway_config(
     text = _splice_models(text, read_config(text), wanted, retired, only)
     if not only:
         text = _splice_fallbacks(text, read_config(text), fallbacks, set(wanted) | retired)
+    if gateway is not None and gateway.clients:
+        text = splice_custom_auth(text, read_config(text))
     _check(config_of(read_config(text)), wanted, retired)
     return text
 
@@ -181,6 +183,39 @@ def _splice(
         out += _item_text(render(key), spans[-1][2])
         del pending[key]
     return "".join(out + lines[spans[-1][1] :])
+
+
+def splice_custom_auth(text: str, doc: YamlDoc) -> str:
+    """The config with `general_settings.custom_auth` naming fleet's key check (added
+    under an existing general_settings, or the block appended); GatewayError when it
+    names another module, which fleet's would replace."""
+    settings = doc.data.get("general_settings")
+    where = doc.spot.child("general_settings")
+    line = f"custom_auth: {CUSTOM_AUTH}\n"
+    if settings is None and "general_settings" not in doc.data:
+        return (
+            text
+            + ("" if text.endswith("\n") or not text else "\n")
+            + "general_settings:\n  "
+            + line
+        )
+    if not isinstance(settings, dict) or not settings or where is None or where.flow:
+        raise GatewayError(
+            "gateway config: general_settings must be a block mapping for fleet to add "
+            "its key check (custom_auth)"
+        )
+    if "custom_auth" in settings:
+        if settings["custom_auth"] == CUSTOM_AUTH:
+            return text
+        raise GatewayError(
+            "gateway config: general_settings.custom_auth names "
+            f"{str(settings['custom_auth'])[:80]!r}; fleet's clients need fleet's key check "
+            "there: remove it, or the clients"
+        )
+    lines = text.splitlines(keepends=True)
+    column = next(iter(where.keys.values())).column
+    at = where.line + 1
+    return "".join([*lines[:at], " " * column + line, *lines[at:]])
 
 
 def _find_seq(doc: YamlDoc, path: tuple[str, ...]) -> tuple[list[Any], Spot] | None:

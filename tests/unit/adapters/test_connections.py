@@ -110,3 +110,27 @@ def test_a_connection_that_opens_after_close_is_closed_at_once(
     assert recorder.any_closed.wait(5)
     assert recorder.closed == ["tower"]
     assert sessions.operations() == []
+
+
+def test_a_client_host_of_the_ssh_config_is_reached_by_its_name(
+    tmp_path: Path, recorder: Recorder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway client's key goes to a host only the operator's ssh_config names: it is
+    connected as that Host (its HostName and Port), as a host of desired/ would be."""
+    from fleet.spec.clients import GatewayClient
+
+    targets: list[SshTarget] = []
+    resolve = module.resolve_target
+    monkeypatch.setattr(
+        module, "resolve_target", lambda h, c: targets.append(resolve(h, c)) or targets[-1]
+    )
+    fleet = example()
+    assert fleet.gateway is not None
+    client = GatewayClient.model_validate({"aliases": "all", "delivery": {"host": "agent-box"}})
+    gateway = fleet.gateway.model_copy(update={"clients": {"agent": client}})
+    config = tmp_path / "ssh_config"
+    config.write_text("Host agent-box\n  HostName 127.0.0.99\n  Port 2299\n")
+    sessions = Connections(fleet.model_copy(update={"gateway": gateway}), config)
+    sessions.get("agent-box")
+    assert recorder.connects == ["agent-box"]
+    assert (targets[0].hostname, targets[0].port) == ("127.0.0.99", 2299)
