@@ -289,44 +289,14 @@ def _error_kind(line: str) -> ErrorKind:
     return ErrorKind.LOAD_FAILED
 
 
-class LlamaCpp(EngineBase):
-    """llama.cpp's llama-server behind `fleet.engines.base.Engine` (the functions above)."""
+class LlamaCpp(EngineBase, functions=globals()):
+    """llama.cpp's llama-server behind `fleet.engines.base.Engine` (the constants and functions
+    above)."""
 
-    NAME = NAME
-    LABEL = LABEL
-    DEFAULT_PORT = DEFAULT_PORT
-    COMPARED = COMPARED
-    METRICS = METRICS
-    BUDGET_FIELDS = BUDGET_FIELDS
-    ESTIMATES_KV = ESTIMATES_KV
-    KV_SIZING = KV_SIZING
-    RUNS_ON_CPU = RUNS_ON_CPU
-    TOKENIZE = TOKENIZE
-    LONG_CONTEXT_ENV = LONG_CONTEXT_ENV
-    OOM_SIGNATURES = OOM_SIGNATURES
-    OWN_FLAGS = OWN_FLAGS
-    KV_FLAGS = KV_FLAGS
     EXECUTABLE = r"[^ ]*llama-server"
-    RENDERED_SWITCHES = RENDERED_SWITCHES
     UNSIZED = "its GGUF header was not read"
     CPU_OVERHEAD_MIB = 512  # llama-server's compute buffers and the process itself
     SIZES_FROM_HEADER = True
-
-    detect = staticmethod(detect)
-    parse_args = staticmethod(parse_args)
-    entrypoint = staticmethod(entrypoint)
-    render_args = staticmethod(render_args)
-    healthcheck = staticmethod(healthcheck)
-    serves_chat = staticmethod(serves_chat)
-    desired_shape = staticmethod(desired_shape)
-    observed_shape = staticmethod(observed_shape)
-    read_log = staticmethod(read_log)
-    check_seat = staticmethod(check_seat)
-    import_lines = staticmethod(import_lines)
-    fixed_kv_tokens = staticmethod(fixed_kv_tokens)
-    explain = staticmethod(explain)
-    speculative_counts = staticmethod(speculative_counts)
-    predict_memory = staticmethod(predict_memory)
 
 
 ENGINE = LlamaCpp()

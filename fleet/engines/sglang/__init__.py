@@ -188,40 +188,11 @@ def read_log(text: str) -> EngineReport:
     return log.read_log(text)
 
 
-class SGLang(EngineBase):
-    """SGLang behind `fleet.engines.base.Engine` (the functions above)."""
+class SGLang(EngineBase, functions=globals()):
+    """SGLang behind `fleet.engines.base.Engine` (the constants and functions above)."""
 
-    NAME = NAME
-    LABEL = LABEL
-    DEFAULT_PORT = DEFAULT_PORT
-    COMPARED = COMPARED
-    METRICS = METRICS
-    BUDGET_FIELDS = BUDGET_FIELDS
-    ESTIMATES_KV = ESTIMATES_KV
-    KV_SIZING = KV_SIZING
-    RUNS_ON_CPU = RUNS_ON_CPU
-    TOKENIZE = TOKENIZE
-    LONG_CONTEXT_ENV = LONG_CONTEXT_ENV
-    OOM_SIGNATURES = OOM_SIGNATURES
-    OWN_FLAGS = OWN_FLAGS
-    KV_FLAGS = KV_FLAGS
     EXECUTABLE = r"[^ ]*python[0-9.]* +-m +sglang\.launch_server"
-    RENDERED_SWITCHES = RENDERED_SWITCHES
     VERIFY_CALLS = VERIFY_CALLS
-
-    detect = staticmethod(detect)
-    parse_args = staticmethod(parse_args)
-    entrypoint = staticmethod(entrypoint)
-    render_args = staticmethod(render_args)
-    healthcheck = staticmethod(healthcheck)
-    serves_chat = staticmethod(serves_chat)
-    desired_shape = staticmethod(desired_shape)
-    observed_shape = staticmethod(observed_shape)
-    read_log = staticmethod(read_log)
-    check_seat = staticmethod(check_seat)
-    import_lines = staticmethod(import_lines)
-    kv_settings = staticmethod(kv_settings)
-    speculative_counts = staticmethod(speculative_counts)
 
 
 ENGINE = SGLang()
