@@ -11,7 +11,8 @@ host's `state_dir`, by default the runtime's (`RuntimeSettings.default_state_dir
 compose directory on a compose host, `/srv/fleet` otherwise, where it always was).
 
 gateway.yaml is read the same way: `kind:` chooses the model of its other keys
-(`KIND_SETTINGS`: LiteLLM's `provider_prefix` and `alias_params`).
+(`KIND_SETTINGS`: LiteLLM's `provider_prefix` and `alias_params`). Both files are a
+`WithSettings`: one validator reads the other keys, whichever the backend.
 
 The spec layer cannot import a runtime or a gateway kind, so the built-in ones' models live
 here; `fleet.runtimes.register` and `fleet.gateways.register` add another's own.
@@ -21,9 +22,9 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from fleet.base import CoreModel
@@ -197,3 +198,27 @@ def _not_its_setting(
         "unknown key on a {name} {what} ({hint})",
         {"name": name, "what": what, "hint": hint},
     )
+
+
+class WithSettings(CoreModel):
+    """A file whose keys beyond its own fields are its backend's `settings` (a host file's
+    its runtime's, gateway.yaml's its kind's): `SETTINGS_TAG` is the key naming the backend
+    and the backend it names when absent, `SETTINGS_MODELS` the registry of each backend's
+    model, `SETTINGS_OF` what the file is in an error (`a setting of compose hosts`)."""
+
+    SETTINGS_TAG: ClassVar[tuple[str, str]]
+    SETTINGS_MODELS: ClassVar[Mapping[str, type[CoreModel]]]
+    SETTINGS_OF: ClassVar[str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _backend_settings(cls, data: Any) -> Any:
+        neutral = set(cls.model_fields) - {"settings"}
+        return with_settings(data, neutral, cls.SETTINGS_MODELS, cls.SETTINGS_OF, cls.SETTINGS_TAG)
+
+    @classmethod
+    def known_backend(cls, value: str) -> str:
+        """`value` of the tag key, if a backend registered it (for the tag's validator)."""
+        if value not in cls.SETTINGS_MODELS:
+            raise unknown_runtime(value, cls.SETTINGS_MODELS)
+        return value

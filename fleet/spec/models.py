@@ -25,9 +25,8 @@ from fleet.spec.host_settings import (
     RUNTIME_SETTINGS,
     KindSettings,
     RuntimeSettings,
+    WithSettings,
     settings_schema,
-    unknown_runtime,
-    with_settings,
 )
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
 from fleet.units import ByteSize, Seconds
@@ -154,13 +153,16 @@ class GpuSpec(CoreModel):
     memory: ByteSize = Field(description="Total memory, e.g. 97887MiB.")
 
 
-class Host(CoreModel):
+class Host(WithSettings):
     """desired/hosts/<name>.yaml: a machine reached over SSH, running its seats under a
     runtime (docker compose by default). The keys that are not these are the runtime's
     (`fleet.spec.host_settings`: compose's `compose_dir`, `gpu_handover`), read into
     `settings` by the model its runtime registered."""
 
     model_config = ConfigDict(json_schema_extra=settings_schema(RUNTIME_SETTINGS, "runtime"))
+    SETTINGS_TAG = ("runtime", "compose")
+    SETTINGS_MODELS = RUNTIME_SETTINGS
+    SETTINGS_OF = "host"
 
     name: str = Field(description="Host name; equals the file name.")
     ssh: HostSsh = Field(description="How to reach the host.")
@@ -183,18 +185,10 @@ class Host(CoreModel):
         description="The runtime's own settings, read from the file's other keys.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _runtime_settings(cls, data: Any) -> Any:
-        neutral = set(cls.model_fields) - {"settings"}
-        return with_settings(data, neutral, RUNTIME_SETTINGS, "host", ("runtime", "compose"))
-
     @field_validator("runtime")
     @classmethod
     def _known_runtime(cls, value: str) -> str:
-        if value not in RUNTIME_SETTINGS:
-            raise unknown_runtime(value)
-        return value
+        return cls.known_backend(value)
 
     @property
     def apply_state_dir(self) -> str:
@@ -336,10 +330,13 @@ class GatewayFront(CoreModel):
         return self
 
 
-class Gateway(CoreModel):
+class Gateway(WithSettings):
     """desired/gateway.yaml: the gateway proxy (LiteLLM)."""
 
     model_config = ConfigDict(json_schema_extra=settings_schema(KIND_SETTINGS, "kind"))
+    SETTINGS_TAG = ("kind", "litellm")
+    SETTINGS_MODELS = KIND_SETTINGS
+    SETTINGS_OF = "gateway"
 
     kind: str = Field("litellm", description="The proxy's kind (LiteLLM).")
     host: str = Field(description="Host the proxy runs on.")
@@ -361,18 +358,10 @@ class Gateway(CoreModel):
         description="The kind's own settings, read from the file's other keys.",
     )
 
-    @model_validator(mode="before")
-    @classmethod
-    def _kind_settings(cls, data: Any) -> Any:
-        neutral = set(cls.model_fields) - {"settings"}
-        return with_settings(data, neutral, KIND_SETTINGS, "gateway", ("kind", "litellm"))
-
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, value: str) -> str:
-        if value not in KIND_SETTINGS:
-            raise unknown_runtime(value, KIND_SETTINGS)
-        return value
+        return cls.known_backend(value)
 
     @model_validator(mode="after")
     def _restart_or_front(self) -> Gateway:
