@@ -3,28 +3,31 @@
 A host file is flat (`runtime: compose` beside `compose_dir:`), but only the neutral keys
 are `fleet.spec.models.Host`'s own; every other key is its runtime's, validated by the
 model that runtime registered under its name (`RUNTIME_SETTINGS`, chosen by `runtime:`,
-as a pydantic discriminated union would): compose's `compose_dir` and `gpu_handover`,
-systemd's `unit_dir` and `env_dir` (where its units and their secrets files go). So a
-compose-only key on a systemd host is an error naming the runtime, and a neutral model
-carries no runtime's fields. Where fleet keeps a host's apply lock and journal is the
-host's `state_dir`, by default the runtime's (`RuntimeSettings.default_state_dir`: the
-compose directory on a compose host, `/srv/fleet` otherwise, where it always was).
+as a pydantic discriminated union would): compose's `compose_dir` and `gpu_handover`
+(`fleet.runtimes.compose.ComposeHostSettings`), systemd's `unit_dir` and `env_dir`
+(`fleet.runtimes.systemd.SystemdHostSettings`). So a compose-only key on a systemd host is
+an error naming the runtime, and a neutral model carries no runtime's fields. Where fleet
+keeps a host's apply lock and journal is the host's `state_dir`, by default the runtime's
+(`RuntimeSettings.default_state_dir`: the compose directory on a compose host,
+`/srv/fleet` otherwise, where it always was).
 
 gateway.yaml is read the same way: `kind:` chooses the model of its other keys
-(`KIND_SETTINGS`: LiteLLM's `provider_prefix` and `alias_params`). Both files are a
-`WithSettings`: one validator reads the other keys, whichever the backend.
+(`KIND_SETTINGS`: LiteLLM's `provider_prefix` and `alias_params`,
+`fleet.gateways.litellm.settings`). Both files are a `WithSettings`: one validator reads
+the other keys, whichever the backend.
 
-The spec layer cannot import a runtime or a gateway kind, so the built-in ones' models live
-here; `fleet.runtimes.register` and `fleet.gateways.register` add another's own.
+The spec layer cannot import a runtime or a gateway kind: each owns its model and
+`fleet.runtimes.register` / `fleet.gateways.register` add it here, so desired/ is read
+once those packages are imported (the command line and the workflows import them).
 """
 
 from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
 
 from fleet.base import CoreModel
@@ -40,40 +43,9 @@ class RuntimeSettings(CoreModel):
         return STATE_DIR
 
 
-class ComposeHostSettings(RuntimeSettings):
-    """A compose host's own keys."""
-
-    compose_dir: str = Field("/srv/fleet", description="Directory of compose files on the host.")
-    gpu_handover: Literal["device_requests", "runtime"] = Field(
-        "device_requests",
-        description="device_requests: compose device reservations with device_ids; "
-        "runtime: `runtime: nvidia` with NVIDIA_VISIBLE_DEVICES.",
-    )
-
-    def default_state_dir(self) -> str:
-        """The compose directory, beside the compose file."""
-        return self.compose_dir
-
-
-PLAIN_PATH = r"^/[A-Za-z0-9_./-]+$"  # written into unit files and shell commands as is
-
-
-class SystemdHostSettings(RuntimeSettings):
-    """A systemd host's own keys: where fleet's units and their secrets files go."""
-
-    unit_dir: str = Field(
-        "/etc/systemd/system", pattern=PLAIN_PATH, description="Directory of fleet's units."
-    )
-    env_dir: str = Field(
-        "/etc/fleet", pattern=PLAIN_PATH, description="Directory of the units' secrets files."
-    )
-
-
-RUNTIME_SETTINGS: dict[str, type[RuntimeSettings]] = {
-    "compose": ComposeHostSettings,
-    "systemd": SystemdHostSettings,
-}
-"""Each runtime's settings model, by the runtime's name (`runtime:` of a host file)."""
+RUNTIME_SETTINGS: dict[str, type[RuntimeSettings]] = {}
+"""Each runtime's settings model, by the runtime's name (`runtime:` of a host file), as
+`fleet.runtimes.register` adds it (the built-in ones when `fleet.runtimes` is imported)."""
 
 
 class KindSettings(CoreModel):
@@ -85,21 +57,19 @@ class KindSettings(CoreModel):
         return iter(())
 
 
-class LiteLLMSettings(KindSettings):
-    """LiteLLM's own keys of gateway.yaml."""
-
-    provider_prefix: str = Field("hosted_vllm/", description="LiteLLM provider prefix.")
-    alias_params: dict[str, dict[str, Any]] = Field(
-        default_factory=dict, description="Extra litellm_params per alias."
-    )
-
-    def named_aliases(self) -> Iterator[tuple[str, str]]:
-        for alias in self.alias_params:
-            yield "alias_params", alias
+KIND_SETTINGS: dict[str, type[KindSettings]] = {}
+"""Each gateway kind's settings model, by the kind's name (`kind:` of gateway.yaml), as
+`fleet.gateways.register` adds it (the built-in one when `fleet.gateways` is imported)."""
 
 
-KIND_SETTINGS: dict[str, type[KindSettings]] = {"litellm": LiteLLMSettings}
-"""Each gateway kind's settings model, by the kind's name (`kind:` of gateway.yaml)."""
+def default_settings(
+    models: Mapping[str, type[CoreModel]], name: str, base: type[CoreModel]
+) -> Any:
+    """The settings of a file that names no backend: its default backend's defaults, or
+    the `base` model's where that backend is not registered (a model built before its
+    package was imported: a host file's neutral keys still read; a backend's key is then an
+    unknown key)."""
+    return models[name]() if name in models else base()
 
 
 def settings_schema(models: Mapping[str, type[CoreModel]], what: str) -> Any:
@@ -129,7 +99,7 @@ def register_kind_settings(kind: str, model: type[KindSettings]) -> None:
 
 def unknown_runtime(name: str, registry: Iterable[str] | None = None) -> PydanticCustomError:
     """`runtime: expected one of ...` (or `kind:`) for a backend no one registered."""
-    known = [repr(n) for n in (RUNTIME_SETTINGS if registry is None else registry)]
+    known = [repr(n) for n in (RUNTIME_SETTINGS if registry is None else registry)] or ["none"]
     expected = f"{', '.join(known[:-1])} or {known[-1]}" if len(known) > 1 else known[0]
     return PydanticCustomError(
         "literal_error", "Input should be {expected}", {"expected": expected}
@@ -154,6 +124,8 @@ def with_settings(
         others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
         keys = {**(given if isinstance(given, dict) else {}), **others}
         own["settings"] = read_settings(models, what, name, keys, neutral)
+    elif tag[0] not in own:  # its default backend is not registered
+        own.update({k: v for k, v in data.items() if k not in neutral})
     return own
 
 

@@ -26,6 +26,7 @@ from fleet.spec.host_settings import (
     KindSettings,
     RuntimeSettings,
     WithSettings,
+    default_settings,
     settings_schema,
 )
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
@@ -181,7 +182,7 @@ class Host(WithSettings):
         "compose_dir on a compose host, /srv/fleet otherwise].",
     )
     settings: SkipJsonSchema[SerializeAsAny[RuntimeSettings]] = Field(
-        default_factory=lambda: RUNTIME_SETTINGS["compose"](),
+        default_factory=lambda: default_settings(RUNTIME_SETTINGS, "compose", RuntimeSettings),
         description="The runtime's own settings, read from the file's other keys.",
     )
 
@@ -354,7 +355,7 @@ class Gateway(WithSettings):
     )
     retired_aliases: tuple[str, ...] = Field((), description="Aliases to remove.")
     settings: SkipJsonSchema[SerializeAsAny[KindSettings]] = Field(
-        default_factory=lambda: KIND_SETTINGS["litellm"](),
+        default_factory=lambda: default_settings(KIND_SETTINGS, "litellm", KindSettings),
         description="The kind's own settings, read from the file's other keys.",
     )
 

@@ -185,9 +185,6 @@ def test_no_module_outside_the_engines_imports_an_engine(engine: ModuleType) -> 
 NAMES_ALLOWED = {
     # the defaults of what a desired/ file need not say (engine, runtime, gateway kind)
     "fleet/spec/models.py",
-    # the built-in runtimes' host settings, held by the spec layer, which cannot import a
-    # runtime (`fleet.runtimes.register` adds another's)
-    "fleet/spec/host_settings.py",
     # systemd's own journal lines (its PID 1 identifier), parsed below the runtimes
     "fleet/facts/unit_journal.py",
 }

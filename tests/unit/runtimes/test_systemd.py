@@ -14,8 +14,13 @@ from fleet.names import HASH_LABEL
 from fleet.observed.assemble import assemble_host
 from fleet.runtimes import runtime_for
 from fleet.runtimes import systemd_unit as units
-from fleet.runtimes.systemd import HAND_EDITED, SYSTEMD, host_units, parse_unit_definition
-from fleet.spec.host_settings import SystemdHostSettings
+from fleet.runtimes.systemd import (
+    HAND_EDITED,
+    SYSTEMD,
+    SystemdHostSettings,
+    host_units,
+    parse_unit_definition,
+)
 from fleet.spec.models import DesiredFleet, GpuSpec, Host, HostSsh
 from tests.conftest import CORPUS
 from tests.unit.runtimes.test_systemd_unit import seat, with_verbosity
