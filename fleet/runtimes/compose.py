@@ -214,6 +214,7 @@ class ComposeRuntime(RuntimeBase):
 
     NAME = "compose"
     SETTINGS: type[RuntimeSettings] = ComposeHostSettings
+    INSTANCE = "container"
     DEFINITION = "compose definition"
     RESTORED = "compose file"
     MANAGED_BY = "fleet's compose project"

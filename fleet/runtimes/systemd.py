@@ -222,6 +222,7 @@ class SystemdRuntime(RuntimeBase):
 
     NAME = "systemd"
     SETTINGS: type[RuntimeSettings] = SystemdHostSettings
+    INSTANCE = "unit"
     DEFINITION = "unit definition"
     RESTORED = "unit files"
     MANAGED_BY = "fleet's units"
