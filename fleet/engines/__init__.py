@@ -36,6 +36,7 @@ from fleet.facts.gguf import GgufFacts
 from fleet.spec.load import LoadedFleet
 from fleet.spec.models import Seat
 from fleet.spec.problems import Problem
+from fleet.spec.seat_budget import SEAT_BUDGETS, register_budget
 from fleet.spec.validate import Rule
 
 __all__ = [
@@ -68,11 +69,13 @@ def register(engine: Engine) -> None:
     if missing:
         raise TypeError(f"engine {type(engine).__name__} lacks {', '.join(missing)}")
     ENGINES[engine.NAME] = engine
+    register_budget(engine.NAME, engine.BUDGET)
 
 
 def unregister(name: str) -> None:
     """Forget an engine `register` added (a test's own, once it is done)."""
     ENGINES.pop(name, None)
+    SEAT_BUDGETS.pop(name, None)
 
 
 register(vllm.ENGINE)

@@ -25,6 +25,7 @@ from fleet.engines.kv import KvSettings
 from fleet.engines.report import EngineReport
 from fleet.facts.argv import EngineArgs
 from fleet.spec.models import Seat
+from fleet.spec.seat_budget import SeatBudget
 
 if TYPE_CHECKING:
     from fleet.engines.llamacpp.memory import LlamaMemory
@@ -57,10 +58,11 @@ class MetricNames(CoreModel):
 class Engine(Protocol):
     """What fleet needs from an engine module (a module satisfies it).
 
-    NAME is a seat's `engine:` value; LABEL the engine's name in prose. BUDGET_FIELDS are
-    the seat fields that size its KV cache (`kv_cache_bytes`, `gpu_memory_utilization`,
-    `parallel`). ESTIMATES_KV says whether plan can predict its KV tokens from config.json
-    (`fleet.facts.kv_estimate`'s layout); KV_SIZING says in a sentence how it sizes its
+    NAME is a seat's `engine:` value; LABEL the engine's name in prose. BUDGET is the model
+    of the seat-file keys that size its KV cache and are its own (`kv_cache_bytes`,
+    `gpu_memory_utilization`, `parallel`: `fleet.spec.seat_budget`). ESTIMATES_KV says
+    whether plan can predict its KV tokens from config.json (`fleet.facts.kv_estimate`'s
+    layout); KV_SIZING says in a sentence how it sizes its
     cache otherwise. RUNS_ON_CPU: whether a seat without GPUs is valid. TOKENIZE is the
     path that counts a prompt's tokens (`{"count": N}`), None where it has none.
     LONG_CONTEXT_ENV is the environment variable with which the engine starts a context
@@ -92,7 +94,7 @@ class Engine(Protocol):
     COMPARED: tuple[str, ...]
     DEFAULT_PORT: int
     METRICS: MetricNames
-    BUDGET_FIELDS: tuple[str, ...]
+    BUDGET: type[SeatBudget]
     ESTIMATES_KV: bool
     KV_SIZING: str
     RUNS_ON_CPU: bool
@@ -177,7 +179,6 @@ class EngineBase:
         COMPARED: tuple[str, ...]
         DEFAULT_PORT: int
         METRICS: MetricNames
-        BUDGET_FIELDS: tuple[str, ...]
         KV_SIZING: str
         EXECUTABLE: str
 
@@ -201,6 +202,7 @@ class EngineBase:
                 bound = staticmethod(value) if isinstance(value, FunctionType) else value
                 setattr(cls, name, bound)
 
+    BUDGET: type[SeatBudget] = SeatBudget
     ESTIMATES_KV: bool = False
     RUNS_ON_CPU: bool = False
     TOKENIZE: str | None = None

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from pydantic import ValidationError, model_validator
 from pydantic_core import InitErrorDetails, PydanticCustomError
@@ -35,7 +35,16 @@ from fleet.base import CoreModel
 STATE_DIR = "/srv/fleet"  # where fleet keeps its apply lock and journal, unless told
 
 
-class RuntimeSettings(CoreModel):
+class BackendSettings(CoreModel):
+    """The keys of a file that its backend owns (a runtime's of a host file, a gateway
+    kind's of gateway.yaml, an engine's of a seat file). `REFUSED` says, for a key another
+    backend takes, why this one does not (the error then is that sentence, which names the
+    key); any other key of another backend is `a setting of <them>, not of this <it>`."""
+
+    REFUSED: ClassVar[Mapping[str, str]] = {}
+
+
+class RuntimeSettings(BackendSettings):
     """The settings of a host's runtime (a runtime's subclass; this one has none)."""
 
     def default_state_dir(self) -> str:
@@ -48,7 +57,7 @@ RUNTIME_SETTINGS: dict[str, type[RuntimeSettings]] = {}
 `fleet.runtimes.register` adds it (the built-in ones when `fleet.runtimes` is imported)."""
 
 
-class KindSettings(CoreModel):
+class KindSettings(BackendSettings):
     """The settings of a gateway kind, read from gateway.yaml's other keys (a kind's
     subclass; this one has none)."""
 
@@ -63,7 +72,7 @@ KIND_SETTINGS: dict[str, type[KindSettings]] = {}
 
 
 def default_settings(
-    models: Mapping[str, type[CoreModel]], name: str, base: type[CoreModel]
+    models: Mapping[str, type[BackendSettings]], name: str, base: type[BackendSettings]
 ) -> Any:
     """The settings of a file that names no backend: its default backend's defaults, or
     the `base` model's where that backend is not registered (a model built before its
@@ -72,17 +81,22 @@ def default_settings(
     return models[name]() if name in models else base()
 
 
-def settings_schema(models: Mapping[str, type[CoreModel]], what: str) -> Any:
+def settings_schema(models: Mapping[str, type[BackendSettings]], what: str) -> Any:
     """A JSON-schema hook adding each backend's own keys to a file's schema (described as
-    its backend's), so `fleet schema` shows the keys users write beside the neutral ones."""
+    its backends'), so `fleet schema` shows the keys users write beside the neutral ones."""
 
     def add(schema: dict[str, Any]) -> None:
-        properties = schema.setdefault("properties", {})
+        specs: dict[str, dict[str, Any]] = {}
+        owners: dict[str, list[str]] = {}
         for name, model in sorted(models.items()):
             for key, spec in model.model_json_schema().get("properties", {}).items():
-                spec = dict(spec)
-                spec["description"] = f"{what} {name} only: {spec.get('description', '')}"
-                properties.setdefault(key, spec)
+                specs.setdefault(key, dict(spec))
+                owners.setdefault(key, []).append(name)
+        properties = schema.setdefault("properties", {})
+        for key, spec in specs.items():
+            told = spec.get("description", "")
+            spec["description"] = f"{what} {' and '.join(owners[key])} only: {told}"
+            properties.setdefault(key, spec)
 
     return add
 
@@ -106,87 +120,71 @@ def unknown_runtime(name: str, registry: Iterable[str] | None = None) -> Pydanti
     )
 
 
-def with_settings(
-    data: Any,
-    neutral: set[str],
-    models: Mapping[str, type[CoreModel]],
-    what: str,
-    tag: tuple[str, str],
-) -> Any:
-    """A file's data with the keys that are not `neutral` read into `settings` by the model
-    its `tag` key (`runtime`, `kind`; its default beside it) chooses."""
-    if not isinstance(data, dict) or isinstance(data.get("settings"), CoreModel):
-        return data
-    own = {k: v for k, v in data.items() if k in neutral}
-    name = own.get(tag[0], tag[1])
-    if isinstance(name, str) and name in models:
-        given = data.get("settings")
-        others = {k: v for k, v in data.items() if k not in neutral and k != "settings"}
-        keys = {**(given if isinstance(given, dict) else {}), **others}
-        own["settings"] = read_settings(models, what, name, keys, neutral)
-    elif tag[0] not in own:  # its default backend is not registered
-        own.update({k: v for k, v in data.items() if k not in neutral})
-    return own
-
-
-def read_settings(
-    models: Mapping[str, type[CoreModel]],
-    what: str,
-    name: str,
-    keys: dict[str, Any],
-    neutral: Iterable[str],
-) -> CoreModel:
-    """The settings of a backend (`name` in `models`: a host's runtime, a gateway's kind)
-    from a file's own keys; each key it does not take is an error at that key, naming the
-    backend (and the one it belongs to)."""
-    model = models[name]
-    errors = [
-        InitErrorDetails(
-            type=_not_its_setting(models, what, name, key, neutral), loc=(key,), input=value
-        )
-        for key, value in keys.items()
-        if key not in model.model_fields
-    ]
-    if errors:
-        raise ValidationError.from_exception_data(f"{what} settings", errors)
-    return model.model_validate(keys)
-
-
-def _not_its_setting(
-    models: Mapping[str, type[CoreModel]], what: str, name: str, key: str, neutral: Iterable[str]
-) -> PydanticCustomError:
-    owners = sorted(n for n, m in models.items() if key in m.model_fields)
-    if owners:
-        return PydanticCustomError(
-            "backend_setting",
-            "a setting of {owners} {what}s, not of this {name} {what}",
-            {"owners": " and ".join(owners), "name": name, "what": what},
-        )
-    known = sorted({*neutral, *models[name].model_fields})
-    match = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
-    hint = f"did you mean {match[0]!r}?" if match else f"known keys: {', '.join(known)}"
-    return PydanticCustomError(
-        "backend_setting",
-        "unknown key on a {name} {what} ({hint})",
-        {"name": name, "what": what, "hint": hint},
-    )
-
-
 class WithSettings(CoreModel):
-    """A file whose keys beyond its own fields are its backend's `settings` (a host file's
-    its runtime's, gateway.yaml's its kind's): `SETTINGS_TAG` is the key naming the backend
-    and the backend it names when absent, `SETTINGS_MODELS` the registry of each backend's
-    model, `SETTINGS_OF` what the file is in an error (`a setting of compose hosts`)."""
+    """A file whose keys beyond its own fields are its backend's (a host file's its
+    runtime's, gateway.yaml's its kind's, a seat file's its engine's), read into the field
+    `SETTINGS_FIELD` by the model the backend registered, as a pydantic discriminated union
+    on `SETTINGS_TAG` would (the key naming the backend, and the backend it names when
+    absent) but open to backends registered later. `SETTINGS_MODELS` is the registry of each
+    backend's model, `SETTINGS_OF` what the file is in an error (`a setting of compose
+    hosts`). A key no backend takes is the backend's to judge (`unknown key on a compose
+    host`), or with `SETTINGS_TAKE_UNKNOWN` off the file's own (`unknown key 'x'`)."""
 
     SETTINGS_TAG: ClassVar[tuple[str, str]]
-    SETTINGS_MODELS: ClassVar[Mapping[str, type[CoreModel]]]
+    SETTINGS_MODELS: ClassVar[Mapping[str, type[BackendSettings]]]
     SETTINGS_OF: ClassVar[str]
+    SETTINGS_FIELD: ClassVar[str] = "settings"
+    SETTINGS_TAKE_UNKNOWN: ClassVar[bool] = True
 
     @model_validator(mode="before")
     @classmethod
     def _backend_settings(cls, data: Any) -> Any:
-        neutral = set(cls.model_fields) - {"settings"}
-        return with_settings(data, neutral, cls.SETTINGS_MODELS, cls.SETTINGS_OF, cls.SETTINGS_TAG)
+        """The file's data with its backend's keys read into `SETTINGS_FIELD`."""
+        field = cls.SETTINGS_FIELD
+        if not isinstance(data, dict) or isinstance(data.get(field), CoreModel):
+            return data
+        neutral = cls.neutral_keys()
+        own = {k: v for k, v in data.items() if k in neutral}
+        name = own.get(*cls.SETTINGS_TAG)
+        if isinstance(name, str) and name in cls.SETTINGS_MODELS:
+            given = data.get(field)
+            theirs = cls.backend_keys()
+            others = {
+                k: v
+                for k, v in data.items()
+                if k not in neutral and k != field and (cls.SETTINGS_TAKE_UNKNOWN or k in theirs)
+            }
+            own.update({k: v for k, v in data.items() if k not in neutral and k not in others})
+            keys = {**(given if isinstance(given, dict) else {}), **others}
+            own[field] = cls._read_settings(name, keys)
+        elif cls.SETTINGS_TAG[0] not in own:  # its default backend is not registered
+            own.update({k: v for k, v in data.items() if k not in neutral})
+        return own
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update` applied; a key of the backend's settings (`kv_cache_bytes`
+        of a vLLM seat) updates them, as it would have been read from the file."""
+        field = self.SETTINGS_FIELD
+        settings = getattr(self, field)
+        theirs = {
+            k: v
+            for k, v in (update or {}).items()
+            if k not in type(self).model_fields and k in type(settings).model_fields
+        }
+        if theirs:
+            update = {k: v for k, v in (update or {}).items() if k not in theirs}
+            update[field] = settings.model_copy(update=theirs)
+        return super().model_copy(update=update, deep=deep)
+
+    @classmethod
+    def neutral_keys(cls) -> set[str]:
+        """The file's own keys, whichever its backend."""
+        return set(cls.model_fields) - {cls.SETTINGS_FIELD}
+
+    @classmethod
+    def backend_keys(cls) -> set[str]:
+        """Every key some registered backend takes."""
+        return {key for model in cls.SETTINGS_MODELS.values() for key in model.model_fields}
 
     @classmethod
     def known_backend(cls, value: str) -> str:
@@ -194,3 +192,42 @@ class WithSettings(CoreModel):
         if value not in cls.SETTINGS_MODELS:
             raise unknown_runtime(value, cls.SETTINGS_MODELS)
         return value
+
+    @classmethod
+    def _read_settings(cls, name: str, keys: dict[str, Any]) -> BackendSettings:
+        """The settings of backend `name` from the file's keys; each key it does not take is
+        an error at that key, naming the backend (and the one it belongs to), but for another
+        backend's key left empty (`parallel: null` on a vLLM seat: as if not written)."""
+        model = cls.SETTINGS_MODELS[name]
+        theirs = cls.backend_keys() - set(model.model_fields)
+        keys = {k: v for k, v in keys.items() if not (v is None and k in theirs)}
+        errors = [
+            InitErrorDetails(type=cls._not_its_setting(name, key), loc=(key,), input=value)
+            for key, value in keys.items()
+            if key not in model.model_fields
+        ]
+        if errors:
+            raise ValidationError.from_exception_data(f"{cls.SETTINGS_OF} settings", errors)
+        return model.model_validate(keys)
+
+    @classmethod
+    def _not_its_setting(cls, name: str, key: str) -> PydanticCustomError:
+        models, what = cls.SETTINGS_MODELS, cls.SETTINGS_OF
+        refused = models[name].REFUSED.get(key)
+        if refused is not None:
+            return PydanticCustomError("backend_refused", "{reason}", {"reason": refused})
+        owners = sorted(n for n, m in models.items() if key in m.model_fields)
+        if owners:
+            return PydanticCustomError(
+                "backend_setting",
+                "a setting of {owners} {what}s, not of this {name} {what}",
+                {"owners": " and ".join(owners), "name": name, "what": what},
+            )
+        known = sorted({*cls.neutral_keys(), *models[name].model_fields})
+        match = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+        hint = f"did you mean {match[0]!r}?" if match else f"known keys: {', '.join(known)}"
+        return PydanticCustomError(
+            "backend_setting",
+            "unknown key on a {name} {what} ({hint})",
+            {"name": name, "what": what, "hint": hint},
+        )

