@@ -157,7 +157,7 @@ class WithSettings(CoreModel):
             own.update({k: v for k, v in data.items() if k not in neutral and k not in others})
             keys = {**(given if isinstance(given, dict) else {}), **others}
             own[field] = cls._read_settings(name, keys)
-        elif cls.SETTINGS_TAG[0] not in own:  # its default backend is not registered
+        elif cls.SETTINGS_TAG[0] not in own or not cls.SETTINGS_MODELS:  # none to read them
             own.update({k: v for k, v in data.items() if k not in neutral})
         return own
 
