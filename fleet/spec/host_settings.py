@@ -13,12 +13,14 @@ keeps a host's apply lock and journal is the host's `state_dir`, by default the 
 
 gateway.yaml is read the same way: `kind:` chooses the model of its other keys
 (`KIND_SETTINGS`: LiteLLM's `provider_prefix` and `alias_params`,
-`fleet.gateways.litellm.settings`). Both files are a `WithSettings`: one validator reads
-the other keys, whichever the backend.
+`fleet.gateways.litellm.settings`), and a seat file too: `engine:` chooses the model of
+its KV-budget keys (`fleet.spec.seat_budget`). All three are a `WithSettings`: one
+validator reads the other keys, whichever the backend.
 
-The spec layer cannot import a runtime or a gateway kind: each owns its model and
-`fleet.runtimes.register` / `fleet.gateways.register` add it here, so desired/ is read
-once those packages are imported (the command line and the workflows import them).
+The spec layer cannot import an engine, a runtime or a gateway kind: each owns its model
+and its package's `register` adds it here, so desired/ is read once `fleet.engines`,
+`fleet.runtimes` and `fleet.gateways` are imported (the command line and the workflows
+import them; a model built before reads a backend's key as an unknown key).
 """
 
 from __future__ import annotations
