@@ -7,6 +7,10 @@ from pathlib import Path
 
 import pytest
 
+# The built-in runtimes and gateway kinds register their keys of a host file and of
+# gateway.yaml when imported, as the command line imports them before it reads desired/.
+import fleet.gateways
+import fleet.runtimes  # noqa: F401
 from tests import schedule
 from tests.lab import real as real_engines
 

@@ -20,7 +20,14 @@ from collections.abc import Sequence
 from fleet.engines import llamacpp, sglang, vllm
 from fleet.engines import metrics as _metrics
 from fleet.engines import rules as _rules
-from fleet.engines.base import Engine, EngineBase, MetricNames, Shape, concurrency
+from fleet.engines.base import (
+    ENGINE_MEMBERS,
+    Engine,
+    EngineBase,
+    MetricNames,
+    Shape,
+    concurrency,
+)
 from fleet.engines.llamacpp.memory import LlamaMemory as EngineMemory
 from fleet.engines.report import EngineReport
 from fleet.facts.argv import EngineArgs, program_name, unwrap_shell
@@ -29,6 +36,7 @@ from fleet.facts.gguf import GgufFacts
 from fleet.spec.load import LoadedFleet
 from fleet.spec.models import Seat
 from fleet.spec.problems import Problem
+from fleet.spec.seat_budget import SEAT_BUDGETS, register_budget
 from fleet.spec.validate import Rule
 
 __all__ = [
@@ -57,12 +65,17 @@ ENGINES: dict[str, Engine] = {}
 
 def register(engine: Engine) -> None:
     """Make an engine known to validate, plan, apply, observe and import by its NAME."""
+    missing = sorted(name for name in ENGINE_MEMBERS if not hasattr(engine, name))
+    if missing:
+        raise TypeError(f"engine {type(engine).__name__} lacks {', '.join(missing)}")
     ENGINES[engine.NAME] = engine
+    register_budget(engine.NAME, engine.BUDGET)
 
 
 def unregister(name: str) -> None:
     """Forget an engine `register` added (a test's own, once it is done)."""
     ENGINES.pop(name, None)
+    SEAT_BUDGETS.pop(name, None)
 
 
 register(vllm.ENGINE)

@@ -8,13 +8,16 @@ its startup log, check a seat's engine settings offline and turn a live argv int
 file's lines. `EngineBase` supplies what most engines leave at its default (no KV layout
 plan estimates, no flag an image predates, no MTP check, no speculative counters), so an
 engine is a subclass that states only what is its own; `fleet.engines.register` adds one.
+An engine package that writes its constants and functions at the top of its module makes
+them its class's with `class X(EngineBase, functions=globals())`, not one line each.
 Everything outside `fleet.engines` asks the engine; nothing else names an engine's flags,
 metrics, log lines or name.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from types import FunctionType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from fleet.base import CoreModel
@@ -22,6 +25,7 @@ from fleet.engines.kv import KvSettings
 from fleet.engines.report import EngineReport
 from fleet.facts.argv import EngineArgs
 from fleet.spec.models import Seat
+from fleet.spec.seat_budget import SeatBudget
 
 if TYPE_CHECKING:
     from fleet.engines.llamacpp.memory import LlamaMemory
@@ -56,10 +60,11 @@ class MetricNames(CoreModel):
 class Engine(Protocol):
     """What fleet needs from an engine module (a module satisfies it).
 
-    NAME is a seat's `engine:` value; LABEL the engine's name in prose. BUDGET_FIELDS are
-    the seat fields that size its KV cache (`kv_cache_bytes`, `gpu_memory_utilization`,
-    `parallel`). ESTIMATES_KV says whether plan can predict its KV tokens from config.json
-    (`fleet.facts.kv_estimate`'s layout); KV_SIZING says in a sentence how it sizes its
+    NAME is a seat's `engine:` value; LABEL the engine's name in prose. BUDGET is the model
+    of the seat-file keys that size its KV cache and are its own (`kv_cache_bytes`,
+    `gpu_memory_utilization`, `parallel`: `fleet.spec.seat_budget`). ESTIMATES_KV says
+    whether plan can predict its KV tokens from config.json (`fleet.facts.kv_estimate`'s
+    layout); KV_SIZING says in a sentence how it sizes its
     cache otherwise. RUNS_ON_CPU: whether a seat without GPUs is valid. TOKENIZE is the
     path that counts a prompt's tokens (`{"count": N}`), None where it has none.
     LONG_CONTEXT_ENV is the environment variable with which the engine starts a context
@@ -91,7 +96,7 @@ class Engine(Protocol):
     COMPARED: tuple[str, ...]
     DEFAULT_PORT: int
     METRICS: MetricNames
-    BUDGET_FIELDS: tuple[str, ...]
+    BUDGET: type[SeatBudget]
     ESTIMATES_KV: bool
     KV_SIZING: str
     RUNS_ON_CPU: bool
@@ -154,10 +159,52 @@ class Engine(Protocol):
     ) -> LlamaMemory | None: ...
 
 
+ENGINE_MEMBERS = frozenset(
+    name for name in (*vars(Engine), *Engine.__annotations__) if not name.startswith("_")
+)
+"""The names of `Engine`'s constants and functions."""
+
+
 class EngineBase:
     """The defaults of an engine: a subclass gives its constants and the functions that are
-    its own, and inherits these (see `Engine` for what each means)."""
+    its own, and inherits these (see `Engine` for what each means).
 
+    `class X(EngineBase, functions=globals())` takes every member of `Engine` its module
+    defines (or imports) at top level that the class body does not, functions as static
+    methods: a package keeps its functions plain and testable, and its class is the list of
+    what is its own beside them.
+    """
+
+    if TYPE_CHECKING:  # an engine's own: its class body, or its module's (`functions`)
+        NAME: str
+        LABEL: str
+        COMPARED: tuple[str, ...]
+        DEFAULT_PORT: int
+        METRICS: MetricNames
+        KV_SIZING: str
+        EXECUTABLE: str
+
+        def detect(self, tokens: list[str]) -> int | None: ...
+        def parse_args(self, engine: str, program: list[str], rest: list[str]) -> EngineArgs: ...
+        def entrypoint(self, seat: Seat) -> list[str]: ...
+        def render_args(self, seat: Seat) -> list[str]: ...
+        def healthcheck(self, seat: Seat) -> list[str]: ...
+        def desired_shape(self, seat: Seat) -> Shape: ...
+        def observed_shape(self, args: EngineArgs) -> Shape: ...
+        def check_seat(self, seat: Seat, src: Sources) -> Iterator[Problem]: ...
+        def import_lines(self, args: EngineArgs) -> list[SeatLine]: ...
+
+    def __init_subclass__(
+        cls, functions: Mapping[str, object] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init_subclass__(**kwargs)
+        for name in sorted(ENGINE_MEMBERS & set(functions or {})):
+            if name not in cls.__dict__ and functions is not None:
+                value = functions[name]
+                bound = staticmethod(value) if isinstance(value, FunctionType) else value
+                setattr(cls, name, bound)
+
+    BUDGET: type[SeatBudget] = SeatBudget
     ESTIMATES_KV: bool = False
     RUNS_ON_CPU: bool = False
     TOKENIZE: str | None = None

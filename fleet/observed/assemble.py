@@ -84,8 +84,8 @@ def _with_definition(seat: ObservedSeat, written: dict[str, dict[str, Any]]) -> 
     instance (a systemd unit), else by its compose service (`<seat>-b` after a surge)."""
     if not seat.managed:
         return seat
-    service = seat.container.labels.get(COMPOSE_SERVICE_LABEL) or seat.name
-    definition = written.get(seat.container.id) or written.get(service) or written.get(seat.name)
+    service = seat.instance.labels.get(COMPOSE_SERVICE_LABEL) or seat.name
+    definition = written.get(seat.instance.id) or written.get(service) or written.get(seat.name)
     return seat.model_copy(update={"definition": definition}) if definition else seat
 
 
@@ -166,7 +166,7 @@ def observed_seat(
     return ObservedSeat(
         name=seat_label if managed and seat_label else container.name,
         managed=managed,
-        container=container,
+        instance=container,
         engine_name=kind.NAME if kind else None,
         served_names=args.served_model_names or ((args.model,) if args.model else ()),
         model=args.model,

@@ -150,8 +150,8 @@ def _in_progress(holder: str) -> str:
 
 
 def _gpu_processes(host: ObservedHost) -> Iterator[Finding]:
-    managed = {s.container.id for s in host.seats if s.managed}
-    names = {s.container.id: s.container.name for s in host.seats}
+    managed = {s.instance.id for s in host.seats if s.managed}
+    names = {s.instance.id: s.instance.name for s in host.seats}
     for proc in host.processes:
         if proc.container_id in managed:
             continue
@@ -172,7 +172,7 @@ def _seat_findings(
     desired: DesiredFleet, host: ObservedHost, seat: ObservedSeat
 ) -> Iterator[Finding]:
     target = f"{host.name}/{seat.name}"
-    container = seat.container
+    container = seat.instance
     spec = desired.seats.get(seat.name) if seat.managed else _adopted(desired, host, seat)
     if spec is None:
         what = "fleet-labelled seat not in desired/" if seat.managed else "container"
@@ -244,23 +244,23 @@ def _adopted(desired: DesiredFleet, host: ObservedHost, seat: ObservedSeat) -> S
 
 
 def _image_findings(desired: DesiredFleet, target: str, seat: ObservedSeat) -> Iterator[Finding]:
-    if seat.container.image.startswith("/"):
+    if seat.instance.image.startswith("/"):
         return  # an executable a systemd unit runs: no tag, no registry
-    ref = parse_image(seat.container.image)
+    ref = parse_image(seat.instance.image)
     floating = desired.settings.images.floating_tags
     if ref.tag is None or ref.tag in floating:
         yield Finding(
             kind=FindingKind.FLOATING_TAG,
             target=target,
-            message=f"image {seat.container.image} floats: a recreate may pull something else",
+            message=f"image {seat.instance.image} floats: a recreate may pull something else",
         )
-    elif not seat.container.repo_digests and ref.digest is None:
+    elif not seat.instance.repo_digests and ref.digest is None:
         yield Finding(
             kind=FindingKind.FLOATING_TAG,
             target=target,
             severity=Severity.INFO,
-            message=f"image {seat.container.image} has no registry digest recorded "
-            f"(image id {seat.container.image_id[:19]})",
+            message=f"image {seat.instance.image} has no registry digest recorded "
+            f"(image id {seat.instance.image_id[:19]})",
         )
 
 

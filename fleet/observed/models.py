@@ -85,11 +85,14 @@ class ModelInfo(CoreModel):
 
 
 class ObservedSeat(CoreModel):
-    """A container running (or meant to run) an engine, with everything known about it."""
+    """An instance running (or meant to run) an engine, with everything known about it: a
+    container on a compose host, a unit on a systemd host (its runtime's `INSTANCE`)."""
 
-    name: str = Field(description="fleet.seat label, or the container name if unmanaged")
+    name: str = Field(description="fleet.seat label, or the instance's name if unmanaged")
     managed: bool
-    container: Instance
+    instance: Instance = Field(
+        description="what the host's runtime runs the seat as (a container, a unit)"
+    )
     engine_name: str | None = Field(None, description="the engine its process runs, if any")
     served_names: tuple[str, ...] = ()
     model: str | None = None
@@ -111,13 +114,14 @@ class ObservedSeat(CoreModel):
         None, description="why it ran short of memory, the exit reason read before its log"
     )
     definition: dict[str, Any] | None = Field(
-        None, description="its service in the compose file fleet last wrote on the host"
+        None,
+        description="its definition as fleet last wrote it on the host (a compose service, a unit)",
     )
 
     @property
     def hand_name(self) -> str:
-        """The seat name of a container fleet did not create (compose service, or name)."""
-        raw = self.container.labels.get(COMPOSE_SERVICE_LABEL) or self.container.name
+        """The seat name of an instance fleet did not create (compose service, or name)."""
+        raw = self.instance.labels.get(COMPOSE_SERVICE_LABEL) or self.instance.name
         return hand_seat_name(raw)
 
     @property
@@ -341,8 +345,8 @@ class Observation(CoreModel):
             return True
         routed = self.gateway.routed_ports(seat.name) if self.gateway else set()
         old = than[1]
-        return (seat.container.running, seat.port in routed) > (
-            old.container.running,
+        return (seat.instance.running, seat.port in routed) > (
+            old.instance.running,
             old.port in routed,
         )
 
@@ -357,7 +361,7 @@ class Observation(CoreModel):
             index = {}
             for host in hosts:
                 for seat in host.seats:
-                    if seat.managed and seat.container.running:
+                    if seat.managed and seat.instance.running:
                         index.setdefault(seat.name, []).append((host, seat))
             self._copies.built = (hosts, index)
         return list(index.get(name, []))

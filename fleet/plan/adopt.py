@@ -39,17 +39,17 @@ def adopt(
         return None
     wanted = desired_shape(seat, desired.hosts[seat.host])
     running = {**observed_shape(live), "spec_hash": wanted["spec_hash"], "definition": None}
-    if pinned_to(live.container, seat.image):
+    if pinned_to(live.instance, seat.image):
         running["image"] = seat.image
     changes = diff_seat(wanted, running)
-    reasons = [] if live.container.running else [f"container is {live.container.state}"]
+    reasons = [] if live.instance.running else [f"container is {live.instance.state}"]
     if not changes and not reasons:
         return [], NoOp(
             target=name,
             reason=f"adopted (not yet under {runtime_for(desired.hosts[seat.host]).MANAGED_BY}): "
-            f"container {live.container.name} runs what desired/ says",
+            f"container {live.instance.name} runs what desired/ says",
         )
-    reasons = [f"takes over hand-made container {live.container.name}", *reasons]
+    reasons = [f"takes over hand-made container {live.instance.name}", *reasons]
     reasons += [f"{c.field} changes" for c in changes]
     action = Action(
         kind=ActionKind.REPLACE_SEAT,
@@ -57,6 +57,6 @@ def adopt(
         host=seat.host,
         reasons=tuple(reasons),
         changes=tuple(changes),
-        adopts=live.container.name,
+        adopts=live.instance.name,
     )
     return [action], None

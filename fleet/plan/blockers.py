@@ -97,7 +97,7 @@ Ledgers = dict[tuple[str, int], GpuLedger]
 
 
 def _ledger(host: ObservedHost, gpu: ObservedGpu) -> GpuLedger:
-    names = {s.container.id: s.name if s.managed else f"container {s.name}" for s in host.seats}
+    names = {s.instance.id: s.name if s.managed else f"container {s.name}" for s in host.seats}
     holders: dict[str, int] = {}
     for proc in host.processes:
         if proc.gpu_index != gpu.index:

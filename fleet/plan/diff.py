@@ -63,16 +63,16 @@ def desired_shape(seat: Seat, host: Host) -> SeatShape:
 
 def observed_shape(seat: ObservedSeat) -> SeatShape:
     """The comparable shape of what runs, read by the engine its process runs."""
-    args, engine = read_process(seat.container.argv)
-    requested = [int(g) for g in seat.container.gpu_request if g.isdigit()]
+    args, engine = read_process(seat.instance.argv)
+    requested = [int(g) for g in seat.instance.gpu_request if g.isdigit()]
     return {
         "engine": engine.NAME if engine else None,
-        "image": seat.container.image,
+        "image": seat.instance.image,
         "gpus": list(seat.gpus) or sorted(requested),
         **(engine.observed_shape(args) if engine else {}),
         "compared": CONTAINER_FIELDS + (engine.COMPARED if engine else ()),
         "definition": seat.definition,
-        "spec_hash": seat.container.labels.get(HASH_LABEL),
+        "spec_hash": seat.instance.labels.get(HASH_LABEL),
     }
 
 

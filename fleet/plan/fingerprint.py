@@ -53,7 +53,7 @@ def _seat_prints(desired: DesiredFleet, observation: Observation, action: Action
     if seat is None:
         prints[key] = "absent"
     else:
-        c = seat.container
+        c = seat.instance
         prints[key] = _sha(f"{c.id} {c.state} {c.image_id} {c.labels.get(HASH_LABEL)}")
     spec = desired.seats.get(action.target)
     if spec is not None and action.kind is not ActionKind.REMOVE_SEAT:

@@ -60,7 +60,7 @@ def _staying(
         for s in host.seats
         if gpu in s.gpus and not (s.managed and s.name in planned) and id(s) not in adopted
     ]
-    seated = {s.container.id for s in host.seats}
+    seated = {s.instance.id for s in host.seats}
     stays += [
         (f"pid {p.pid}", p.used_mib)
         for p in host.processes

@@ -62,7 +62,7 @@ def judge_seat(
     """One look at a starting seat."""
     if live is None:
         return _starting("container not created yet")
-    container = live.container
+    container = live.instance
     errors = live.engine.errors if live.engine else ()
     if container.state in ("exited", "dead") or container.restart_count > 0:
         detail = errors[-1].message if errors else f"exit code {container.exit_code}"

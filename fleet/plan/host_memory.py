@@ -67,7 +67,7 @@ def ram_blockers(host: ObservedHost, seat: Seat) -> Iterator[Blocker]:
 def _own_mib(host: ObservedHost, seat: Seat) -> int:
     """What the seat's running engine holds now (given back when it is replaced)."""
     current = host.seat(seat.name)
-    if current is None or not current.container.running:
+    if current is None or not current.instance.running:
         return 0
     return ram_need_mib(host, seat) or 0
 

@@ -40,7 +40,7 @@ def live_ports(observation: Observation, seat: str) -> set[int]:
     ports = {
         s.port
         for s in found[0].seats
-        if s.managed and s.name == seat and s.container.running and s.port is not None
+        if s.managed and s.name == seat and s.instance.running and s.port is not None
     }
     routed = observation.gateway.routed_ports(seat) if observation.gateway else set()
     return ports & routed if len(ports) > 1 and ports & routed else ports

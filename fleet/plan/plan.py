@@ -146,7 +146,7 @@ def _strategy(desired: DesiredFleet, observation: Observation, action: Action) -
     found = observation.seat(action.target)
     if action.kind is not ActionKind.REPLACE_SEAT or found is None:
         return action
-    if action.adopts is not None or not found[1].container.running:
+    if action.adopts is not None or not found[1].instance.running:
         why = "it takes over a hand-made container" if action.adopts else "nothing serves now"
         choice = strategy.Choice(strategy="recreate", why=why)
     else:
@@ -219,7 +219,7 @@ def _seat_action(
             ),
         ], None
     changes = diff_seat(desired_shape(seat, host), observed_shape(live))
-    reasons = [] if live.container.running else [f"container is {live.container.state}"]
+    reasons = [] if live.instance.running else [f"container is {live.instance.state}"]
     if changes or reasons:
         reasons += [f"{c.field} changes" for c in changes]
         return [
@@ -231,7 +231,7 @@ def _seat_action(
                 changes=tuple(changes),
             )
         ], None
-    label = live.container.labels.get(HASH_LABEL, "?")
+    label = live.instance.labels.get(HASH_LABEL, "?")
     return [], NoOp(
         target=name,
         reason=f"in sync: running, spec hash {label} matches and "

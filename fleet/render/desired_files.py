@@ -106,7 +106,7 @@ def seat_addresses(
 
 def _published(observation: Observation, host: str) -> set[str]:
     seats = observation.hosts[host].seats if host in observation.hosts else ()
-    return {p.split(":")[0] for s in seats for p in s.container.ports if p}
+    return {p.split(":")[0] for s in seats for p in s.instance.ports if p}
 
 
 def host_file(host: ObservedHost, access: HostAccess) -> str:
@@ -114,7 +114,7 @@ def host_file(host: ObservedHost, access: HostAccess) -> str:
     text = HEADER.format(where=host.name)
     text += f"ssh:\n  alias: {scalar(access.alias)}  # as given to fleet import\n"
     text += line("address", access.address, "the address ssh_config resolves the alias to")
-    published = sorted({p.split(":")[0] for s in host.seats for p in s.container.ports if p})
+    published = sorted({p.split(":")[0] for s in host.seats for p in s.instance.ports if p})
     if len(published) == 1 and published[0] not in ("", "0.0.0.0"):
         text += line("publish_address", published[0], "where the engines' ports are published")
     if host.gpus:
@@ -124,7 +124,7 @@ def host_file(host: ObservedHost, access: HostAccess) -> str:
             text += f"memory: {gpu.memory_total_mib}MiB}}\n"
     else:
         text += "gpus: []  # nvidia-smi reports no GPU: a CPU-only host\n"
-    engines = tuple(s.container for s in host.seats if s.engine_name)
+    engines = tuple(s.instance for s in host.seats if s.engine_name)
     for key, value, source in runtime_for(host.runtime or "").import_lines(engines):
         text += line(key, value, source)
     text += line("models_root", _models_root(host), "the common parent of the model paths")

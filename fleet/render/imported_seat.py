@@ -52,7 +52,7 @@ def seat_name(live: ObservedSeat, host: str, taken: set[str]) -> str:
 
 def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSeat:
     """The seat file for one engine container on `host`."""
-    args, found = read_process(live.container.argv)
+    args, found = read_process(live.instance.argv)
     engine: Engine = found or next(iter(ENGINES.values()))  # observation found an engine
     kind = engine.NAME
     lines: list[tuple[str, object, str]] = [("host", host.name, "observed on this host")]
@@ -67,7 +67,7 @@ def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSe
     extra, secret_args = without_secret_args([a for a in args.extra if a not in rendered])
     if extra:
         lines.append(("extra_args", extra, "the other flags of the live argv"))
-    env = {k: mask_env_value(k, v) for k, v in sorted(live.container.env.items())}
+    env = {k: mask_env_value(k, v) for k, v in sorted(live.instance.env.items())}
     if env:
         lines.append(("env", env, "the container's own environment; secrets as ${VAR}"))
     variables = tuple(v for value in env.values() for v in INTERPOLATION.findall(value))
@@ -82,17 +82,17 @@ def import_seat(host: ObservedHost, live: ObservedSeat, name: str) -> ImportedSe
 def _gpus(live: ObservedSeat) -> tuple[str, object, str]:
     if live.gpus:
         return ("gpus", list(live.gpus), "nvidia-smi: the engine's processes hold these GPUs")
-    requested = sorted(int(g) for g in live.container.gpu_request if g.isdigit())
+    requested = sorted(int(g) for g in live.instance.gpu_request if g.isdigit())
     if requested:
         return ("gpus", requested, "what the container requested (no GPU process seen)")
     return ("gpus", [], "no GPU held or requested: runs on the CPU")
 
 
 def _image(live: ObservedSeat) -> str:
-    image = live.container.image
-    if "@" in image or not live.container.repo_digests:
+    image = live.instance.image
+    if "@" in image or not live.instance.repo_digests:
         return image
-    digest = live.container.repo_digests[0].partition("@")[2]
+    digest = live.instance.repo_digests[0].partition("@")[2]
     return f"{image}@{digest}" if digest else image
 
 

@@ -34,7 +34,7 @@ def measured_rows(observation: Observation, record: BenchRecord | None) -> tuple
     rows = []
     for name, result in sorted(latest(record).items()):
         found = observation.seat(name)
-        container = found[1].container if found else None
+        container = found[1].instance if found else None
         spec_hash = container.labels.get(HASH_LABEL) if container else None
         spec = result.speculative
         rows.append(

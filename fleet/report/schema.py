@@ -9,6 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+import fleet.gateways  # registers the built-in kinds' keys of gateway.yaml
+import fleet.runtimes  # noqa: F401 - registers the built-in runtimes' keys of a host file
 from fleet.errors import FleetError
 from fleet.spec.models import FleetSettings, Gateway, Host, Seat
 

@@ -125,7 +125,7 @@ def seat_loads(observation: Observation) -> dict[str, EngineLoad]:
     for host in observation.hosts.values():
         for seat in host.seats:
             load = host.loads.get(seat.port) if seat.port is not None else None
-            if seat.managed and seat.container.running and load is not None:
+            if seat.managed and seat.instance.running and load is not None:
                 loads.setdefault(seat.name, load)
     return loads
 
@@ -201,7 +201,7 @@ def _host(
         _seat(desired, section.name, row, row.seat in changing, loads, newest, bench)
         for row in section.seats
     )
-    hashes = {s.name: s.container.labels.get(HASH_LABEL) for s in observed.seats if s.managed}
+    hashes = {s.name: s.instance.labels.get(HASH_LABEL) for s in observed.seats if s.managed}
     seats = tuple(
         s.model_copy(update={"bench": _stale(s.bench, newest[s.seat], hashes.get(s.seat))})
         if s.bench is not None

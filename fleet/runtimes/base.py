@@ -65,10 +65,13 @@ class Runtime(Protocol):
     `strategy: surge` is a blocker. `REPORTS_RESTARTS`: an instance's restart count means
     the runtime restarted a dead engine (a finding says so, `RESTARTED_BY` who did);
     `IMAGE_SOURCE` where import read a seat's `image` from. `SETTINGS` is the model of
-    the keys of a host file that are the runtime's own (`fleet.spec.host_settings`)."""
+    the keys of a host file that are the runtime's own (`fleet.spec.host_settings`).
+    `INSTANCE` is what a seat's `fleet.facts.instance.Instance` is on this runtime, in a
+    word (`container`, `unit`): `ObservedSeat.instance` on its hosts."""
 
     NAME: str
     SETTINGS: type[RuntimeSettings]
+    INSTANCE: str
     DEFINITION: str
     RESTORED: str
     MANAGED_BY: str
@@ -123,6 +126,7 @@ class RuntimeBase:
 
     NAME: str
     SETTINGS: type[RuntimeSettings] = RuntimeSettings
+    INSTANCE: str = "instance"
     SURGES: bool = False
     REPORTS_RESTARTS: bool = False
     RESTARTED_BY: str = "the runtime"

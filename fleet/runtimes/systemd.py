@@ -22,6 +22,8 @@ import shlex
 from collections.abc import Iterator
 from typing import Any
 
+from pydantic import Field
+
 from fleet.engines import ENGINES
 from fleet.errors import FleetError
 from fleet.facts.argv import argv_of
@@ -34,11 +36,24 @@ from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import ImportLine, RuntimeBase, SeatInstances
 from fleet.secrets import mask_argv, mask_env_value
-from fleet.spec.host_settings import RuntimeSettings, SystemdHostSettings
+from fleet.spec.host_settings import RuntimeSettings
 from fleet.spec.load import Sources
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host, ImagePolicy, Seat
 from fleet.spec.problems import Problem
 from fleet.spec.seat_rules import seat_file
+
+PLAIN_PATH = r"^/[A-Za-z0-9_./-]+$"  # written into unit files and shell commands as is
+
+
+class SystemdHostSettings(RuntimeSettings):
+    """A systemd host's own keys: where fleet's units and their secrets files go."""
+
+    unit_dir: str = Field(
+        "/etc/systemd/system", pattern=PLAIN_PATH, description="Directory of fleet's units."
+    )
+    env_dir: str = Field(
+        "/etc/fleet", pattern=PLAIN_PATH, description="Directory of the units' secrets files."
+    )
 
 
 def _unit_loop(unit_dir: str, selector: str) -> str:
@@ -212,6 +227,7 @@ class SystemdRuntime(RuntimeBase):
 
     NAME = "systemd"
     SETTINGS: type[RuntimeSettings] = SystemdHostSettings
+    INSTANCE = "unit"
     DEFINITION = "unit definition"
     RESTORED = "unit files"
     MANAGED_BY = "fleet's units"

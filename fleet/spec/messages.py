@@ -14,6 +14,8 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import ErrorDetails
 
+from fleet.spec.host_settings import WithSettings
+
 _PLAIN = {
     "int_parsing": "expected a whole number",
     "int_type": "expected a whole number",
@@ -38,6 +40,8 @@ def describe_error(error: ErrorDetails, model: type[BaseModel]) -> str:
     field = dotted(loc)
     if kind == "extra_forbidden":
         return _unknown_key(loc, model)
+    if kind == "backend_refused":  # a backend's own sentence, which names the key
+        return error["msg"]
     if kind == "missing":
         return f"missing required key {field!r}"
     got = _shown(error.get("input"))
@@ -76,7 +80,10 @@ def _unknown_key(loc: tuple[Any, ...], model: type[BaseModel]) -> str:
 
 
 def _fields_at(model: type[BaseModel], loc: tuple[Any, ...]) -> set[str]:
-    """Field names of the model found by following `loc` from `model`."""
+    """Field names of the model found by following `loc` from `model` (at the top of a file
+    whose backend owns some keys, those too: a seat's engine's)."""
+    if not loc and issubclass(model, WithSettings):
+        return model.neutral_keys() | model.backend_keys()
     current: Any = model
     for part in loc:
         if isinstance(part, int) or not _is_model(current):

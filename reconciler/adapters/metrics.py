@@ -132,7 +132,7 @@ class FleetMetrics:
         changing = {a.target for a in plan.actions}
         for host in observation.hosts.values():
             for seat in (s for s in host.seats if s.managed or s.name in bands):
-                self.seat_up.labels(seat.name, host.name).set(1 if seat.container.running else 0)
+                self.seat_up.labels(seat.name, host.name).set(1 if seat.instance.running else 0)
                 self.in_sync.labels(seat.name).set(0 if seat.name in changing else 1)
                 tokens = seat.engine.kv_cache_tokens if seat.engine else None
                 if tokens:

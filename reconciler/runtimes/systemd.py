@@ -27,9 +27,8 @@ from fleet.errors import ApplyError
 from fleet.facts.argv import argv_of
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import Runtime
-from fleet.runtimes.systemd import SYSTEMD, dirs_of, parse_unit_definition
+from fleet.runtimes.systemd import SYSTEMD, SystemdHostSettings, dirs_of, parse_unit_definition
 from fleet.secrets import INTERPOLATION
-from fleet.spec.host_settings import SystemdHostSettings
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host
 from reconciler.host import HostSession
 from reconciler.runtimes.base import AdoptsHandMade, Snapshot

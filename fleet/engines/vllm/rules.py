@@ -30,12 +30,6 @@ def check_seat(seat: Seat, src: Sources) -> Iterator[Problem]:
             ("kv_cache_bytes",) if has_bytes else (),
             "give exactly one of kv_cache_bytes and gpu_memory_utilization",
         )
-    if seat.parallel is not None:
-        yield src.problem(
-            rel,
-            ("parallel",),
-            "parallel is for llama.cpp seats: vLLM batches requests within its KV budget",
-        )
     if not seat.gpus and seat.gpu_memory_utilization is not None:
         yield src.problem(
             rel,

@@ -18,9 +18,10 @@ from fleet.gateways import GatewayKindBase
 from fleet.gateways.litellm.config import entry_of, parse_gateway_config
 from fleet.gateways.litellm.imported import gateway_file
 from fleet.gateways.litellm.served import served_routes
+from fleet.gateways.litellm.settings import LiteLLMSettings
 from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.observed.models import Observation
-from fleet.spec.host_settings import KindSettings, LiteLLMSettings
+from fleet.spec.host_settings import KindSettings
 from fleet.spec.models import DesiredFleet
 
 

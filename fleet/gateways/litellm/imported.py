@@ -89,5 +89,5 @@ def _params(entry: GatewayEntry) -> dict[str, Any]:
 
 def _proxy_container(observation: Observation, host: str) -> str:
     seats = observation.hosts[host].seats if host in observation.hosts else ()
-    names = [s.container.name for s in seats if "litellm" in s.container.image.lower()]
+    names = [s.instance.name for s in seats if "litellm" in s.instance.image.lower()]
     return names[0] if names else "litellm"

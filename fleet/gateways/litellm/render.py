@@ -18,9 +18,9 @@ from typing import Any
 
 from fleet.errors import GatewayError
 from fleet.gateways.litellm.config import config_of, read_config
+from fleet.gateways.litellm.settings import LiteLLMSettings
 from fleet.names import CUSTOM_AUTH, entry_id, is_managed_entry
 from fleet.observed.gateway_config import GatewayConfig
-from fleet.spec.host_settings import LiteLLMSettings
 from fleet.spec.models import DesiredFleet, Gateway
 from fleet.yaml_reader import Spot, YamlDoc
 from fleet.yamltext import dump_yaml

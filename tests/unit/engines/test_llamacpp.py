@@ -49,6 +49,17 @@ def fleet_with(seat_yaml: str = CODER) -> tuple[DesiredFleet, list[str]]:
     return loaded.fleet, [str(p) for p in problems if p.severity is Severity.ERROR]
 
 
+def errors_with(seat_yaml: str) -> list[str]:
+    """The errors of the example fleet with this seat file, whether it loads or not (a key
+    of another engine's is an error where it is written, and the seat does not load)."""
+    from fleet.spec.load import load_fleet
+
+    files = {p.relative_to(DESIRED).as_posix(): p.read_text() for p in DESIRED.rglob("*.yaml")}
+    files["seats/gguf-coder.yaml"] = seat_yaml
+    problems = validate_fleet(load_fleet(files))
+    return [str(p) for p in problems if p.severity is Severity.ERROR]
+
+
 def coder() -> tuple[DesiredFleet, Seat]:
     fleet, errors = fleet_with()
     assert errors == []
@@ -164,5 +175,5 @@ def test_health_gate_passes_a_ready_llamacpp_seat() -> None:
     ids=["kv-bytes-on-llamacpp", "mtp-on-llamacpp", "parallel-on-vllm"],
 )
 def test_validation_says_what_llamacpp_cannot_take(edit: tuple[str, str], message: str) -> None:
-    _, errors = fleet_with(CODER.replace(*edit))
+    errors = errors_with(CODER.replace(*edit))
     assert [e for e in errors if e.endswith(message)] == [f"desired/{message}"], errors

@@ -133,7 +133,7 @@ def test_gpu_processes_map_to_containers_through_cgroups(corpus: Path) -> None:
     seat = host.seat("coder")
     assert seat is not None and seat.managed
     assert seat.gpus == (0,) and seat.vram_mib == 20480
-    assert seat.container.pid == 4100, "the container's main pid is not the GPU process"
+    assert seat.instance.pid == 4100, "the container's main pid is not the GPU process"
 
 
 def test_seat_carries_argv_and_log_facts(corpus: Path) -> None:
@@ -144,7 +144,7 @@ def test_seat_carries_argv_and_log_facts(corpus: Path) -> None:
     assert seat.max_model_len == 32768
     assert seat.engine.version == "0.11.2"
     assert seat.engine.kv_cache_tokens is not None and seat.engine.kv_cache_tokens > 0
-    assert seat.container.gpu_request == ("0",)
+    assert seat.instance.gpu_request == ("0",)
 
 
 def test_unmanaged_container_models_and_missing_paths(corpus: Path) -> None:
@@ -166,7 +166,7 @@ def test_secrets_in_the_environment_and_argv_are_not_kept(corpus: Path) -> None:
     facts = host.model_dump_json()
     assert "hf_secret" not in facts and "sk-live" not in facts and "hf_abcdef" not in facts
     notebook = next(s for s in host.seats if s.name == "jupyter")
-    assert notebook.container.argv[3:] == ("--api-key", "***", "--hf-token=***", "--tokenizer", "t")
+    assert notebook.instance.argv[3:] == ("--api-key", "***", "--hf-token=***", "--tokenizer", "t")
 
 
 def test_nvidia_smi_failure_is_a_host_fact_not_a_crash() -> None:

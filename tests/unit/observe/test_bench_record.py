@@ -81,7 +81,7 @@ def test_the_measured_table_marks_a_changed_seat_stale() -> None:
     observation = in_sync(fleet)
     found = observation.seat("flash")
     assert found is not None
-    live = found[1].container
+    live = found[1].instance
     fresh = result(100.0, spec_hash=live.labels[HASH_LABEL], image_id=live.image_id)
     rows = measured_rows(observation, BenchRecord(results=(fresh,)))
     assert [r.stale for r in rows] == [False]

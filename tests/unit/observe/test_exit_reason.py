@@ -70,7 +70,7 @@ def test_a_stopped_seat_is_out_of_memory_only_when_its_exit_says_so(
 ) -> None:
     observed = observe_host(example(), stopped_flash(code, oom, log), "tower")
     seat = next(s for s in observed.seats if s.name == "flash")
-    assert seat.container.exit_code == code and seat.exit_reason == reason
+    assert seat.instance.exit_code == code and seat.exit_reason == reason
     live = in_sync(example())
     observation = live.model_copy(update={"hosts": {**live.hosts, "tower": observed}})
     found = {f.kind: f.message for f in find_issues(example(), observation)

@@ -76,7 +76,7 @@ def test_a_seat_being_replaced_is_named_once_in_the_speculative_mix() -> None:
     flash = tower.seat("flash")
     assert flash is not None
     old = flash.model_copy(
-        update={"container": flash.container.model_copy(update={"id": "f" * 64, "name": "old"})}
+        update={"instance": flash.instance.model_copy(update={"id": "f" * 64, "name": "old"})}
     )
     observation = on_tower(seats=(*tower.seats, old))(observation)
     (mix,) = about(find_issues(fleet, observation), FindingKind.SPECULATIVE_MIX)

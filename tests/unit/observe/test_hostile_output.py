@@ -65,8 +65,8 @@ def tower(content: str = "") -> FakeHost:
 def facts(observed: ObservedHost) -> dict[str, object]:
     """Everything the forger aimed at."""
     return {
-        "seats": [(s.name, s.container.id, s.container.state) for s in observed.seats],
-        "argv": [s.container.argv for s in observed.seats],
+        "seats": [(s.name, s.instance.id, s.instance.state) for s in observed.seats],
+        "argv": [s.instance.argv for s in observed.seats],
         "processes": observed.processes,
         "gpus": observed.gpus,
         "lock": observed.lock,

@@ -33,7 +33,7 @@ def test_a_stopped_seat_shows_in_the_diff() -> None:
     live = in_sync(fleet)
     tower = live.hosts["tower"]
     seats = tuple(
-        s.model_copy(update={"container": s.container.model_copy(update={"state": "exited"})})
+        s.model_copy(update={"instance": s.instance.model_copy(update={"state": "exited"})})
         if s.name == "coder"
         else s
         for s in tower.seats

@@ -17,7 +17,7 @@ Tweak = Callable[[ObservedSeat], ObservedSeat | None]
 
 
 def container(**update: object) -> Tweak:
-    return lambda s: s.model_copy(update={"container": s.container.model_copy(update=update)})
+    return lambda s: s.model_copy(update={"instance": s.instance.model_copy(update=update)})
 
 
 def without_flag(argv: tuple[str, ...], flag: str) -> tuple[str, ...]:
@@ -53,7 +53,7 @@ CASES: list[tuple[str, Tweak, Endpoints, HealthState, str]] = [
     ),
     (
         "kv-flag-ignored",
-        lambda s: container(argv=without_flag(s.container.argv, "--kv-cache-memory-bytes"))(s),
+        lambda s: container(argv=without_flag(s.instance.argv, "--kv-cache-memory-bytes"))(s),
         READY,
         HealthState.FAILED,
         "argv does not carry what the spec implies: kv_cache_bytes",

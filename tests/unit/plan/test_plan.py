@@ -111,7 +111,7 @@ SEAT_CASES: list[
             "embed",
             (
                 lambda s: s.model_copy(
-                    update={"container": s.container.model_copy(update={"state": "exited"})}
+                    update={"instance": s.instance.model_copy(update={"state": "exited"})}
                 )
             )(live_seat(f, f.seats["embed"])),
         ),
@@ -139,7 +139,7 @@ def test_image_change_is_reported_as_image() -> None:
     observed = replace_seat(observed, "rig", "llama8b", live_seat(fleet, old))
     fake = observed.hosts["rig"].seats[0]
     # the container reports the image it was created from
-    assert fake.container.image == "vllm/vllm-openai:v0.9.2"
+    assert fake.instance.image == "vllm/vllm-openai:v0.9.2"
     change = make_plan(fleet, observed).actions[0].changes
     assert [(c.field, c.old, c.new) for c in change] == [
         ("image", "vllm/vllm-openai:v0.9.2", "vllm/vllm-openai:v0.11.2")

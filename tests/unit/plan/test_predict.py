@@ -196,7 +196,7 @@ def test_a_hand_made_container_a_seat_adopts_is_counted_once() -> None:
                 "managed": False,
                 "name": "char-rp-by-hand",
                 "vram_mib": 78_000,
-                "container": s.container.model_copy(
+                "instance": s.instance.model_copy(
                     update={"labels": {"com.docker.compose.service": "char-rp"}}
                 ),
             }

@@ -45,7 +45,7 @@ def stopped(fleet: DesiredFleet, seat: str) -> Observation:
     observed = in_sync(fleet)
     tower = observed.hosts["tower"]
     seats = tuple(
-        s.model_copy(update={"container": s.container.model_copy(update={"state": "exited"})})
+        s.model_copy(update={"instance": s.instance.model_copy(update={"state": "exited"})})
         if s.name == seat
         else s
         for s in tower.seats

@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 
 from fleet.gateways.litellm.config import parse_gateway_config
+from fleet.gateways.litellm.settings import LiteLLMSettings
 from fleet.observed.assemble import assemble_host
 from fleet.observed.models import Observation, ObservedGateway
 from fleet.plan.plan import make_plan
 from fleet.render.desired_files import HostAccess, import_fleet
 from fleet.runtimes import validate_fleet
 from fleet.runtimes.compose import COMPOSE
-from fleet.spec.host_settings import LiteLLMSettings
 from fleet.spec.load import load_fleet
 from fleet.spec.problems import Severity
 from tests.unit.observe.test_assemble import GPU0, GPU1, container

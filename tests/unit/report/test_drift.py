@@ -28,7 +28,7 @@ def host_edit(name: str, **update: object) -> Edit:
 def stop(seat: str, host: str) -> Edit:
     def edit(o: Observation) -> Observation:
         seats = tuple(
-            s.model_copy(update={"container": s.container.model_copy(update={"state": "exited"})})
+            s.model_copy(update={"instance": s.instance.model_copy(update={"state": "exited"})})
             if s.name == seat
             else s
             for s in o.hosts[host].seats

@@ -67,6 +67,6 @@ def test_a_partial_a_running_seat_loads_is_not_abandoned() -> None:
     root = host.models_root.rstrip("/")
     held, old = f"{root}/.held.partial", f"{root}/.old.partial"
     container = Instance(id="c", name="hand", state="running", image="i")
-    seat = ObservedSeat(name="hand", managed=False, container=container, model=held + "/")
+    seat = ObservedSeat(name="hand", managed=False, instance=container, model=held + "/")
     observed = ObservedHost(name="tower", seats=(seat,), partials={held: 1, old: 2})
     assert [row.path for row in abandoned_partials(desired, observed)] == [old]

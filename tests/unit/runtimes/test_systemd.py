@@ -14,8 +14,13 @@ from fleet.names import HASH_LABEL
 from fleet.observed.assemble import assemble_host
 from fleet.runtimes import runtime_for
 from fleet.runtimes import systemd_unit as units
-from fleet.runtimes.systemd import HAND_EDITED, SYSTEMD, host_units, parse_unit_definition
-from fleet.spec.host_settings import SystemdHostSettings
+from fleet.runtimes.systemd import (
+    HAND_EDITED,
+    SYSTEMD,
+    SystemdHostSettings,
+    host_units,
+    parse_unit_definition,
+)
 from fleet.spec.models import DesiredFleet, GpuSpec, Host, HostSsh
 from tests.conftest import CORPUS
 from tests.unit.runtimes.test_systemd_unit import seat, with_verbosity
@@ -35,12 +40,12 @@ def test_the_recorded_host_has_its_seat_running_on_its_gpu() -> None:
     observed = assemble_host("rtx3090", RECORDED, runtime_for(HOST))
     coder = observed.seat("coder")
     assert coder is not None and coder.managed
-    assert (coder.container.id, coder.container.state, coder.container.restart_count) == (
+    assert (coder.instance.id, coder.instance.state, coder.instance.restart_count) == (
         "fleet-coder.service",
         "running",
         0,
     )
-    assert coder.container.image == "/usr/local/bin/llama-server"
+    assert coder.instance.image == "/usr/local/bin/llama-server"
     assert (coder.gpus, coder.vram_mib, coder.port, coder.served_names) == (
         (0,),
         7252,
@@ -57,7 +62,7 @@ def test_the_recorded_unit_carries_the_hash_plan_renders() -> None:
     coder = observed.seat("coder")
     assert coder is not None and coder.definition is not None
     wanted = SYSTEMD.render_seat(CODER, HOST)
-    assert coder.container.labels[HASH_LABEL] == SYSTEMD.spec_hash(wanted)
+    assert coder.instance.labels[HASH_LABEL] == SYSTEMD.spec_hash(wanted)
     assert coder.definition == wanted
 
 
@@ -70,7 +75,7 @@ def test_a_hand_edit_is_drift(old: str, new: str) -> None:
     edited = RECORDED.replace(old, new)
     assert edited != RECORDED
     coder = assemble_host("rtx3090", edited, SYSTEMD).seat("coder")
-    assert coder is not None and coder.container.labels[HASH_LABEL] == HAND_EDITED
+    assert coder is not None and coder.instance.labels[HASH_LABEL] == HAND_EDITED
 
 
 def test_no_systemd_answer_is_an_error_and_a_hand_made_unit_is_unmanaged() -> None:

@@ -57,7 +57,7 @@ def test_observe_reads_the_fake_like_a_host() -> None:
         '{"at": "2026-12-01T10:01:00Z", "step": "create-seat", "target": "flash"}\n'
     )
     observed = observe_host(fleet, host, "tower")
-    assert [(s.name, s.gpus, s.container.state) for s in observed.seats] == [
+    assert [(s.name, s.gpus, s.instance.state) for s in observed.seats] == [
         ("flash", (2,), "running"),
         ("reason", (2, 3), "running"),
     ]

@@ -67,7 +67,7 @@ class Engines:
         return BenchResult(
             seat=seat.name,
             host=seat.host,
-            spec_hash=found[1].container.labels.get(HASH_LABEL),
+            spec_hash=found[1].instance.labels.get(HASH_LABEL),
             date="2026-12-04T02:00:00Z",
             via=options.via,
             decode_tok_s=DecodeStats(median=rate, min=rate, max=rate, n=3),
