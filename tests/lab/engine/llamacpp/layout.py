@@ -15,6 +15,11 @@
   gemma3: 5 sliding, 1 full) gets two caches, as src/llama-kv-cache-iswa.cpp: its full
   layers n_ctx_seq cells per stream, its sliding layers
   GGML_PAD(min(n_ctx_seq, n_swa x (streams sharing a cache) + n_ubatch), 256).
+  A model's multi-token-prediction blocks (<arch>.nextn_predict_layers, counted in
+  block_count, last) are no layers of the target's: its cache and offload leave them out,
+  and `--spec-type draft-mtp` gives them a context of their own (`plan_mtp_layout`), a
+  full-attention cache of n_ctx_seq cells per stream over those blocks, as b11434's
+  common_speculative_init_result and the recorded tiny-qwen35moe-mtp log.
 - Compute buffer (an approximation): logits n_vocab x n_ubatch x 4 bytes plus
   activations 4 x n_embd x n_ubatch x 4 bytes on the first device that computes;
   output buffer n_vocab x 4 x slots on the host. Each GPU used also holds CUDA_CONTEXT
@@ -149,11 +154,21 @@ def kv_row_bytes(gguf: GgufFile, kind: str, type_name: str, layer: int) -> int:
     return int(kv_heads) * head_dim // block * size
 
 
+def nextn_layers(gguf: GgufFile) -> int:
+    """The model's multi-token-prediction blocks (0: none)."""
+    return int(gguf.hparam("nextn_predict_layers", 0) or 0)
+
+
+def trunk_layers(gguf: GgufFile) -> int:
+    """llama.cpp's n_layer: block_count without the MTP blocks."""
+    return int(gguf.hparam("block_count")) - nextn_layers(gguf)
+
+
 def plan_layout(
     gguf: GgufFile, args: ServerArgs, n_gpu_layers: int, devices: list[Device], n_seq: int
 ) -> Layout:
     """Size every buffer of one model on the given GPUs (none: all on the CPU)."""
-    n_layer = int(gguf.hparam("block_count"))
+    n_layer = trunk_layers(gguf)
     ngl = n_layer + 1 if n_gpu_layers < 0 else n_gpu_layers
     ngl = ngl if devices else 0
     n_ctx, n_ctx_seq, n_stream = context_sizes(args, int(gguf.hparam("context_length")), n_seq)
@@ -193,6 +208,29 @@ def plan_layout(
         lay.caches.append(KvCache(True, cells, len(swa_layers)))
     for cache, layers in zip(lay.caches, (kv_layers, swa_layers), strict=False):
         size_cache(gguf, args, lay, cache, [(i, placed.get(i)) for i in layers])
+    size_compute(gguf, args, lay)
+    return lay
+
+
+def plan_mtp_layout(gguf: GgufFile, args: ServerArgs, target: Layout) -> Layout:
+    """The MTP draft context against the target: no weights of its own, the target's
+    context and streams, one full-attention cache over the MTP blocks (on the CPU: the
+    stand-in's MTP seats are CPU seats, as the recorded real one)."""
+    n_layer, mtp = trunk_layers(gguf), nextn_layers(gguf)
+    lay = Layout(
+        n_layer,
+        0,
+        False,
+        target.n_ctx,
+        target.n_ctx_seq,
+        target.n_seq,
+        target.n_stream,
+        mtp,
+        args.cache_type_k,
+        args.cache_type_v,
+    )
+    lay.caches = [KvCache(False, target.n_ctx_seq, mtp)]
+    size_cache(gguf, args, lay, lay.caches[0], [(i, None) for i in range(n_layer, n_layer + mtp)])
     size_compute(gguf, args, lay)
     return lay
 

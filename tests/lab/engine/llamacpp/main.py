@@ -28,9 +28,17 @@ from ..httpbase import make_server
 from ..scheduler import Scheduler, env_float
 from . import failures, stamped
 from . import startlog as log
-from .args import ArgError, ServerArgs, drafts, parse_args
+from .args import ArgError, ServerArgs, drafts, drafts_mtp, parse_args
 from .gguf import GgufError, GgufFile, read_gguf
-from .layout import Device, Layout, first_shortfall, n_vocab, plan_layout
+from .layout import (
+    Device,
+    Layout,
+    first_shortfall,
+    n_vocab,
+    nextn_layers,
+    plan_layout,
+    plan_mtp_layout,
+)
 from .server import Handler, LlamaState
 
 PROGRAM = "/app/llama-server"
@@ -111,7 +119,7 @@ def load_one(
     lay = plan_layout(gguf, args, ngl, devices, n_seq)
     first = next(iter(lay.gpus.values()), None)
     emit_all(log.loader_lines(gguf, first) + log.print_info_lines(gguf, n_vocab(gguf)), True)
-    emit_all(log.tensor_lines(lay, not args.no_mmap), True)
+    emit_all(log.tensor_lines(lay, not args.no_mmap, bool(devices)), True)
     short = first_shortfall(lay)
     if short and short[0] == "model":
         emit_all(failures.shortfall_lines(path, *short))
@@ -129,6 +137,12 @@ def load_one(
 def load(args: ServerArgs, cuda: bool) -> tuple[GgufFile, Layout, Layout | None]:
     """The target model, then the draft model if there is one."""
     log.emit(log.srv("load_model", f"loading model '{args.model}'"))
+    if drafts_mtp(args) and not args.model_draft and not has_mtp(args.model):
+        log.emit(
+            "operator(): failed to measure the memory of the extra model, fitting without "
+            "it: failed to create llama_context from model",
+            "W",
+        )
     seconds = env_float("FLEET_LAB_LOAD_SECONDS", 0.3)
     gguf, lay = load_one(
         args.model, args, args.n_gpu_layers, devices_now(cuda), args.parallel, seconds
@@ -142,7 +156,43 @@ def load(args: ServerArgs, cuda: bool) -> tuple[GgufFile, Layout, Layout | None]
     draft = None
     if args.model_draft:
         draft = load_draft(args, cuda, lay)
+    elif drafts_mtp(args):
+        draft = load_mtp(args, gguf, lay)
     return gguf, lay, draft
+
+
+def has_mtp(path: str) -> bool:
+    """Whether the model file has MTP blocks (b11434's parameter fitting measures the MTP
+    context first and warns when it cannot be made)."""
+    try:
+        return nextn_layers(read_gguf(Path(path))) > 0
+    except GgufError:
+        return True  # the loader reports the file itself
+
+
+def load_mtp(args: ServerArgs, gguf: GgufFile, lay: Layout) -> Layout:
+    """`--spec-type draft-mtp`: a draft context against the target's own MTP blocks, or
+    b11434's failure when the model has none."""
+    log.emit(
+        "common_speculative_init_result: creating MTP draft context against the target "
+        f"model '{args.model}'"
+    )
+    if not nextn_layers(gguf):
+        log.emit(
+            "llama_init_from_model: context type MTP requested but model doesn't contain "
+            "MTP layers",
+            "W",
+        )
+        log.emit("common_speculative_init_result: failed to create MTP context", "E")
+        log.emit(log.srv("load_model", "failed to create MTP context"), "E")
+        log.emit(log.srv("operator()", "operator(): cleaning up before exit..."))
+        log.emit("srv  llama_server: exiting due to model loading error", "E")
+        raise LoadFailed
+    mtp = plan_mtp_layout(gguf, args, lay)
+    train = int(gguf.hparam("context_length"))
+    freq_base = float(gguf.hparam("rope.freq_base", 10000.0))
+    emit_all(log.context_lines(mtp, args, train, freq_base), True)
+    return mtp
 
 
 def load_draft(args: ServerArgs, cuda: bool, lay: Layout) -> Layout:
@@ -190,12 +240,19 @@ def model_info(
         "model_id": args.alias or args.model,
         "n_ctx_slot": lay.n_ctx_seq,
         "slots": args.parallel,
-        "draft": args.model_draft if draft and drafts(args) else None,
+        "draft": drafting_model(args) if draft else None,
         "draft_max": args.draft_max,
         "meta": meta,
         "metrics_endpoint": args.metrics,
         "slots_endpoint": args.slots,
     }
+
+
+def drafting_model(args: ServerArgs) -> str | None:
+    """The model that drafts: the draft model, the target itself with MTP, else None."""
+    if drafts_mtp(args) and not args.model_draft:
+        return args.model
+    return args.model_draft if drafts(args) else None
 
 
 def crash_later(paths: list[Path]) -> None:
@@ -222,11 +279,17 @@ def crash_later(paths: list[Path]) -> None:
     threading.Thread(target=die, daemon=True).start()
 
 
-def ready_log(args: ServerArgs, lay: Layout, draft: Layout | None) -> None:
+def ready_log(args: ServerArgs, gguf: GgufFile, lay: Layout, draft: Layout | None) -> None:
     """The lines from the slots (b11434) or the model being loaded (older) on."""
     if log.STAMPED:
         drafting = draft is not None and drafts(args)
-        emit_pairs(stamped.stamped_ready_lines(args, lay.n_ctx_seq, lay.n_stream == 1, drafting))
+        mtp = draft is not None and drafting_model(args) == args.model
+        mtp_embd = int(gguf.hparam("embedding_length")) if mtp else 0
+        emit_pairs(
+            stamped.stamped_ready_lines(
+                args, lay.n_ctx_seq, lay.n_stream == 1, drafting, mtp_embd=mtp_embd
+            )
+        )
     else:
         emit_all(log.ready_lines(args.host, args.port))
 
@@ -243,6 +306,8 @@ def main() -> int:
     devices = devices_now(cuda)
     VERBOSITY[0] = args.verbosity
     if log.STAMPED:
+        for line in log.no_gpu_warnings(cuda, devices, args.n_gpu_layers != 0):
+            sys.stderr.write(line + "\n")  # common/arg.cpp's fprintf: no timestamp
         emit_pairs(stamped.stamped_start_lines(args))
     else:
         emit_all(log.backend_lines(cuda, devices, args.n_gpu_layers != 0))
@@ -281,7 +346,7 @@ def main() -> int:
         )
     if os.environ.get("FLEET_LAB_FAIL") != "never-healthy":
         state.ready.set()
-        ready_log(args, lay, draft)
+        ready_log(args, gguf, lay, draft)
     crash_later(paths)
     while not stop.wait(0.5):
         pass

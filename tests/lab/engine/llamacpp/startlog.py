@@ -11,7 +11,10 @@ The stand-in's build (FLEET_LAB_LLAMACPP_BUILD) picks the format:
   KV caches) only at `-lv 4`; at the default verbosity 3 the server's own few lines.
 Either way a model with interleaved sliding-window attention logs its two caches
 (`llama_kv_cache_iswa: creating non-SWA KV cache, ...` then `creating     SWA KV cache`),
-each with its KV buffers and size line. llama.cpp logs to stderr. Widths follow
+each with its KV buffers and size line (the `b11434_cpu_tiny-gemma3_*` corpus logs), and
+b11434's MTP draft context (`--spec-type draft-mtp`) its own llama_context after
+`common_speculative_init_result: creating MTP draft context against the target model`
+(`b11434_cpu_tiny-qwen35moe-mtp_*`). llama.cpp logs to stderr. Widths follow
 llama.cpp's printf formats.
 """
 
@@ -99,13 +102,18 @@ def backend_lines(cuda_build: bool, devices: list[Device], wants_gpu: bool) -> l
     elif cuda_build:
         out.append("ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected")
     out.append("load_backend: loaded CPU backend from /app/libggml-cpu-haswell.so")
-    if wants_gpu and not (cuda_build and devices):
-        out += [
-            "warning: no usable GPU found, --gpu-layers option will be ignored",
-            "warning: one possible reason is that llama.cpp was compiled without GPU support",
-            "warning: consult docs/build.md for compilation instructions",
-        ]
-    return out
+    return out + no_gpu_warnings(cuda_build, devices, wants_gpu)
+
+
+def no_gpu_warnings(cuda_build: bool, devices: list[Device], wants_gpu: bool) -> list[str]:
+    """What common/arg.cpp prints for `-ngl` when no GPU can take layers."""
+    if not wants_gpu or (cuda_build and devices):
+        return []
+    return [
+        "warning: no usable GPU found, --gpu-layers option will be ignored",
+        "warning: one possible reason is that llama.cpp was compiled without GPU support",
+        "warning: consult docs/build.md for compilation instructions",
+    ]
 
 
 def build_lines(args: ServerArgs, cuda: bool) -> list[str]:
@@ -204,7 +212,10 @@ def print_info_lines(gguf: GgufFile, vocab: int) -> list[str]:
         info("vocab_only", 0),
         info("n_ctx_train", gguf.hparam("context_length")),
         info("n_embd", embd),
-        info("n_layer", gguf.hparam("block_count")),
+        info(
+            "n_layer", int(gguf.hparam("block_count")) - int(gguf.hparam("nextn_predict_layers", 0))
+        ),
+        *([info("n_layer_all", gguf.hparam("block_count"))] if STAMPED else []),
         info("n_head", heads),
         info("n_head_kv", kv_heads),
         info("n_rot", int(gguf.hparam("rope.dimension_count") or head_k)),
@@ -223,15 +234,16 @@ def print_info_lines(gguf: GgufFile, vocab: int) -> list[str]:
     ]
 
 
-def tensor_lines(lay: Layout, mmap: bool) -> list[str]:
-    """load_tensors: offload and model buffers."""
+def tensor_lines(lay: Layout, mmap: bool, gpu_build: bool = False) -> list[str]:
+    """load_tensors: offload and model buffers. b11434 logs the offload wherever the build
+    can offload (llama_supports_gpu_offload: a GPU is there), also 0 layers; b6100 always."""
     mode = f"load_mode = {'mmap' if mmap else 'none'}" if STAMPED else f"mmap = {str(mmap).lower()}"
     out = [f"load_tensors: loading model tensors, this can take a while... ({mode})"]
     if lay.output_offloaded:
         out.append("load_tensors: offloading output layer to GPU")
-    if lay.gpus:
+    if lay.gpus or (STAMPED and gpu_build):
         out.append(f"load_tensors: offloading {lay.offloaded_repeating} repeating layers to GPU")
-    if lay.gpus or not STAMPED:
+    if lay.gpus or gpu_build or not STAMPED:
         out.append(f"load_tensors: offloaded {lay.offloaded}/{lay.n_layer + 1} layers to GPU")
     for name, nbytes in lay.model.items():
         out.append(f"load_tensors: {name:>12} model buffer size = {mib(nbytes)} MiB")
