@@ -16,6 +16,7 @@ from fleet.engines import read_process
 from fleet.engines.report import EngineReport
 from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS, GpuProcesses, GpuReading
 from fleet.facts.host_facts import (
+    CPU,
     JOURNAL,
     LOCK,
     MEMORY,
@@ -74,6 +75,7 @@ def assemble_host(name: str, output: str, runtime: Runtime, boundary: str = "") 
         partials=facts[PARTIALS],
         memory_total_mib=memory.total_mib,
         memory_available_mib=memory.available_mib,
+        cpu_amx=facts[CPU].amx,
     )
 
 
