@@ -78,6 +78,9 @@ class Prediction(CoreModel):
     memory: EngineMemory | None = Field(
         None, description="a llama.cpp seat's buffers, from its GGUF header"
     )
+    ram: str | None = Field(
+        None, description="a CPU seat's RAM as plan counts it (an engine not sized by header)"
+    )
     unknown: tuple[str, ...] = Field((), description="facts that could not be read")
     assumptions: tuple[str, ...] = Field(
         (), description="defaults of the engine's release and platform that moved an estimate"
