@@ -159,6 +159,7 @@ def facts(log: str) -> dict[str, object]:
         "drafter k": report.draft_max,
         "method": report.speculative_method,
         "drafter KV MiB": report.draft_kv_buffer_mib,
+        "recurrent state MiB": report.recurrent_state_mib,
     }
 
 
@@ -284,7 +285,8 @@ REAL_ARCHS = {
 }
 KV_LINE = re.compile(
     r"llama_kv_cache_iswa: creating|llama_kv_cache: +\w+ KV buffer|llama_kv_cache: size|"
-    r"MTP|speculative implementation|- n_max=|exiting due to|failed to"
+    r"llama_memory_recurrent|n_rs_seq|MTP|speculative implementation|- n_max=|exiting due to|"
+    r"failed to"
 )
 
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from ..gpu import Gpu
 from .args import ServerArgs
 from .gguf import GgufFile
+from .hparams import cached_layers, nextn_layers, recurrent_state, trunk_layers
 
 MiB = 1 << 20
 CUDA_CONTEXT = 164 * MiB
@@ -55,9 +56,6 @@ class Device:
     def name(self) -> str:
         """ggml's buffer name: CUDA0, CUDA1, ..."""
         return f"CUDA{self.position}"
-
-
-SWA_PATTERN = {"gemma3": 6, "gemma2": 2, "cohere2": 4, "gpt-oss": 2}  # llama-model.cpp
 
 
 @dataclass
@@ -94,6 +92,8 @@ class Layout:
     output: tuple[str, int] = ("CPU", 0)
     gpus: dict[str, Device] = field(default_factory=dict)
     caches: list[KvCache] = field(default_factory=list)
+    rs_seq: int = 0  # rollback snapshots per sequence (b11434: the MTP draft's n_max)
+    recurrent: tuple[int, int, int] | None = None  # (layers, R bytes, S bytes), a hybrid's
 
     @property
     def offloaded(self) -> int:
@@ -154,18 +154,13 @@ def kv_row_bytes(gguf: GgufFile, kind: str, type_name: str, layer: int) -> int:
     return int(kv_heads) * head_dim // block * size
 
 
-def nextn_layers(gguf: GgufFile) -> int:
-    """The model's multi-token-prediction blocks (0: none)."""
-    return int(gguf.hparam("nextn_predict_layers", 0) or 0)
-
-
-def trunk_layers(gguf: GgufFile) -> int:
-    """llama.cpp's n_layer: block_count without the MTP blocks."""
-    return int(gguf.hparam("block_count")) - nextn_layers(gguf)
-
-
 def plan_layout(
-    gguf: GgufFile, args: ServerArgs, n_gpu_layers: int, devices: list[Device], n_seq: int
+    gguf: GgufFile,
+    args: ServerArgs,
+    n_gpu_layers: int,
+    devices: list[Device],
+    n_seq: int,
+    rs_seq: int = 0,
 ) -> Layout:
     """Size every buffer of one model on the given GPUs (none: all on the CPU)."""
     n_layer = trunk_layers(gguf)
@@ -208,6 +203,11 @@ def plan_layout(
         lay.caches.append(KvCache(True, cells, len(swa_layers)))
     for cache, layers in zip(lay.caches, (kv_layers, swa_layers), strict=False):
         size_cache(gguf, args, lay, cache, [(i, placed.get(i)) for i in layers])
+    lay.rs_seq = rs_seq
+    lay.recurrent = recurrent_state(gguf, n_layer, len(kv_layers), n_seq * (1 + rs_seq))
+    if lay.recurrent:
+        where = next(iter(sorted(lay.gpus)), "CPU") if not args.no_kv_offload else "CPU"
+        lay.kv[where] = lay.kv.get(where, 0) + lay.recurrent[1] + lay.recurrent[2]
     size_compute(gguf, args, lay)
     return lay
 
@@ -233,17 +233,6 @@ def plan_mtp_layout(gguf: GgufFile, args: ServerArgs, target: Layout) -> Layout:
     size_cache(gguf, args, lay, lay.caches[0], [(i, None) for i in range(n_layer, n_layer + mtp)])
     size_compute(gguf, args, lay)
     return lay
-
-
-def cached_layers(gguf: GgufFile, n_layer: int) -> tuple[list[int], list[int]]:
-    """(full-attention layers, sliding-window layers) that hold a KV cache."""
-    interval = int(gguf.hparam("full_attention_interval", 1) or 1)
-    attending = [i for i in range(n_layer) if (i + 1) % interval == 0]
-    pattern = SWA_PATTERN.get(gguf.arch, 0)
-    if not pattern or not gguf.hparam("attention.sliding_window"):
-        return attending, []
-    swa = [i for i in attending if i % pattern < pattern - 1]
-    return [i for i in attending if i not in swa], swa
 
 
 def size_cache(

@@ -27,7 +27,7 @@ from collections import Counter
 from .args import BUILD as BUILD_NUMBER
 from .args import ServerArgs
 from .gguf import GGML_TYPES, GgufFile, Value
-from .layout import Device, KvCache, Layout
+from .layout import Device, Layout
 
 MiB, GiB = 1 << 20, 1 << 30
 STAMPED_SINCE = 11434  # the first build the stand-in knows in the timestamped format
@@ -248,65 +248,6 @@ def tensor_lines(lay: Layout, mmap: bool, gpu_build: bool = False) -> list[str]:
     for name, nbytes in lay.model.items():
         out.append(f"load_tensors: {name:>12} model buffer size = {mib(nbytes)} MiB")
     return out if STAMPED else [*out, "." * 90]
-
-
-def context_lines(lay: Layout, args: ServerArgs, n_ctx_train: int, freq_base: float) -> list[str]:
-    """llama_context: parameters, output, KV and compute buffers."""
-    params: tuple[tuple[str, object], ...] = (
-        ("n_seq_max", lay.n_seq),
-        ("n_ctx", lay.n_ctx),
-        ("n_ctx_seq", lay.n_ctx_seq),
-        ("n_batch", args.batch_size),
-        ("n_ubatch", args.ubatch_size),
-        ("causal_attn", 1),
-        ("flash_attn", args.flash_attn),
-        ("kv_unified", "true" if lay.n_stream == 1 else "false"),
-        ("freq_base", f"{freq_base:.1f}"),
-        ("freq_scale", 1),
-    )
-    if STAMPED:
-        params += (("n_rs_seq", 0), ("n_outputs_max", lay.n_seq), ("n_outputs_max_per_seq", 1))
-    width = 21 if STAMPED else 13
-    out = ["llama_context: constructing llama_context"]
-    out += [f"llama_context: {key:<{width}} = {value}" for key, value in params]
-    if lay.n_ctx_seq < n_ctx_train:
-        out.append(
-            f"llama_context: n_ctx_seq ({lay.n_ctx_seq}) < n_ctx_train ({n_ctx_train}) "
-            "-- the full capacity of the model will not be utilized"
-        )
-    where, nbytes = lay.output
-    out.append(f"llama_context: {where:>10}  output buffer size = {mib(nbytes)} MiB")
-    for cache in lay.caches:
-        out += kv_lines(lay, cache, len(lay.caches) > 1)
-    for name, size in lay.compute.items():
-        out.append(f"sched_reserve: {name:>10} compute buffer size = {mib(size)} MiB")
-    nodes, splits = lay.n_layer * 39 + 6, len(lay.gpus) + 1 if lay.gpus else 1
-    if STAMPED:
-        out.append(
-            f"sched_reserve: graph: nodes = {nodes}, splits = {splits}, "
-            "input objects = 4, input tensors = 9"
-        )
-    else:
-        out += [f"sched_reserve: graph nodes  = {nodes}", f"sched_reserve: graph splits = {splits}"]
-    return out
-
-
-def kv_lines(lay: Layout, cache: KvCache, iswa: bool) -> list[str]:
-    """One KV cache's buffers and size line (an iswa model's caches each say which)."""
-    out = []
-    if iswa:
-        kind = "    SWA" if cache.swa else "non-SWA"
-        out.append(f"llama_kv_cache_iswa: creating {kind} KV cache, size = {cache.cells} cells")
-    for name, size in sorted(cache.by_device.items(), key=lambda kv: kv[0] == "CPU"):
-        out.append(f"llama_kv_cache: {name:>10} KV buffer size = {mib(size)} MiB")
-    total = cache.k_bytes + cache.v_bytes
-    out.append(
-        f"llama_kv_cache: size = {total / MiB:7.2f} MiB ({cache.cells:6d} cells, "
-        f"{cache.layers:3d} layers, {lay.n_seq:2d}/{lay.n_stream} seqs), "
-        f"K ({lay.type_k}): {cache.k_bytes / MiB:7.2f} MiB, V ({lay.type_v}): "
-        f"{cache.v_bytes / MiB:7.2f} MiB"
-    )
-    return out
 
 
 def slot_lines(n_slots: int, n_ctx_slot: int) -> list[str]:
