@@ -81,8 +81,11 @@ def log_layout(facts: ModelFacts, report: EngineReport, engine: Engine) -> KvLay
 def _by_device(settings: KvSettings, device_mib: int | None, name: str | None) -> KvSettings:
     """The prefill chunk the engine takes on a device of this memory and name, if it
     depends on them (a name not known rules no row out: the plan line says the size)."""
-    if not settings.batched_by_device or not device_mib or settings.batched_tokens is not None:
+    if not settings.batched_by_device or settings.batched_tokens is not None:
         return settings
+    if not device_mib:  # the engine's figure cannot be known: say which one is assumed
+        note = ("sliding", f"prefill chunk {BATCHED_TOKENS} (GPU memory not known)")
+        return settings.model_copy(update={"assumptions": (*settings.assumptions, note)})
     lowered = (name or "").lower()
     chunk = next(
         c

@@ -43,6 +43,8 @@ CHUNKS = {
     "b200": ("NVIDIA B200", 183359, [], 16384),
     "rtx-3090": ("NVIDIA GeForce RTX 3090", 24576, [], 2048),
     "name-not-known-80gib": (None, 81920, [], 8192),
+    # neither nvidia-smi nor the host file says the GPU's memory: 8192, said as assumed
+    "memory-not-known": (None, 0, [], 8192),
     "h100-throughput-mode": (
         "NVIDIA H100 80GB HBM3",
         81559,
@@ -62,11 +64,12 @@ CHUNKS = {
 def test_the_prefill_chunk_is_the_one_vllm_takes_on_the_seats_gpu(
     name: str | None, mib: int, flags: list[str], chunk: int
 ) -> None:
-    layout = seat_layout(seat(GPU_IMAGE, [0], flags), GEMMA3, None, mib, name)
+    layout = seat_layout(seat(GPU_IMAGE, [0], flags), GEMMA3, None, mib or None, name)
     assert layout is not None
     notes = [n for n in layout.assumptions if n.startswith("prefill chunk")]
     explicit = "--max-num-batched-tokens" in flags
     device = f"{name}, {mib / 1024:.0f} GiB" if name else f"{mib / 1024:.0f} GiB GPU"
+    device = device if mib else "GPU memory not known"
     assert notes == ([] if explicit else [f"prefill chunk {chunk} ({device})"])
     # Gemma 3's sliding layers (window 1,024) hold the window and two chunks in flight,
     # at most the context (SlidingWindowSpec.max_admission_blocks_per_request)
