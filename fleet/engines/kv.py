@@ -25,9 +25,10 @@ class KvSettings(CoreModel):
     the prefill chunk a sliding-window group holds beside its window (None: the model's
     default); `state_dtype` the dtype of a linear-attention or Mamba state when the engine
     was told one; `fewest_groups` groups layers by the fewest of a kind (older releases).
-    `batched_by_device` the default prefill chunk by the device's memory, (at least so many
-    MiB, chunk) from the largest, where it depends on it. `block_size` is the attention
-    block (None: 16), `kernel_block` what a hybrid's
+    `batched_by_device` the default prefill chunk by the device, where it depends on it:
+    (at least so many MiB, chunk, a device name that rules the row out or "") from the
+    largest; the first row the device's memory reaches and its name does not rule out.
+    `block_size` is the attention block (None: 16), `kernel_block` what a hybrid's
     attention block is a multiple of (None: the block size); `in_flight_batches` how many
     prefill chunks a sliding window holds at once, and `async_drafters` the speculative
     methods that keep them (any other one leaves one batch in flight); `prefix_caching`
@@ -35,7 +36,10 @@ class KvSettings(CoreModel):
     mode (`none`, or `align`: two blocks per state and request, and a prefill checkpoint
     for Mamba2);
     `tokens_from_concurrency` whether the logged cache size is the maximum concurrency
-    times the context; `platform` `cuda`, `rocm` or `cpu` when known; `assumptions` the
+    times the context; `platform` `cuda`, `rocm` or `cpu` when known; `cpu_mla_block` the
+    block an MLA model gets on a CPU without AMX, whatever the flags say (None: the
+    engine has no such rule), and `cpu_mla_forced` whether the flags chose that backend on
+    any CPU; `assumptions` the
     defaults that moved the layout, each as (the groups it concerns: `all`, `sliding`
     or `state`; how a plan line names it: `block 128 (CPU)`).
     """
@@ -48,12 +52,14 @@ class KvSettings(CoreModel):
     block_size: int | None = None
     kernel_block: int | None = None
     in_flight_batches: int = 1
-    batched_by_device: tuple[tuple[int, int], ...] = ()
+    batched_by_device: tuple[tuple[int, int, str], ...] = ()
     async_drafters: tuple[str, ...] = ()
     prefix_caching: bool | None = None
     state_cache: str | None = None
     tokens_from_concurrency: bool = False
     platform: str | None = None
+    cpu_mla_block: int | None = None
+    cpu_mla_forced: bool = False
     assumptions: tuple[tuple[str, str], ...] = ()
 
 

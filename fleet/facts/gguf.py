@@ -76,6 +76,8 @@ class GgufFacts(CoreModel):
     key_length: int | None = None
     value_length: int | None = None
     expert_count: int | None = None
+    expert_used_count: int | None = None
+    expert_feed_forward_length: int | None = None
     file_type: str | None = None
     sliding_window: int | None = None
     sliding_window_pattern: int | None = None
@@ -260,6 +262,8 @@ def _facts(found: dict[str, Any]) -> GgufFacts:
         key_length=number("attention.key_length"),
         value_length=number("attention.value_length"),
         expert_count=number("expert_count"),
+        expert_used_count=number("expert_used_count"),
+        expert_feed_forward_length=number("expert_feed_forward_length"),
         sliding_window=number("attention.sliding_window"),
         sliding_window_pattern=number("attention.sliding_window_pattern"),
         full_attention_interval=number("full_attention_interval"),

@@ -1,5 +1,5 @@
-"""The host-wide facts of the fact script: memory, the models on disk, the paths desired/
-names that are missing, and the apply lock and journal.
+"""The host-wide facts of the fact script: memory, the CPU's AMX, the models on disk, the
+paths desired/ names that are missing, and the apply lock and journal.
 
 Each is a `Fact` (command, sections, parser, default in one place; `fleet.facts.script`)
 read by `fleet.observed.assemble`; their parsers are the modules named below. A model
@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pydantic import Field
 
 from fleet.base import CoreModel
+from fleet.facts.cpuinfo import CpuFacts, parse_cpu_flags
 from fleet.facts.gguf import GgufFacts, parse_gguf_base64
 from fleet.facts.journal import last_applied, last_gateway_restart, last_seat_starts, unfinished
 from fleet.facts.meminfo import MemoryFacts, parse_meminfo
@@ -73,6 +74,16 @@ MEMORY: Fact[MemoryFacts] = Fact(
     sections=("meminfo",),
     process=lambda parts: parse_meminfo(body(parts, "meminfo")),
     default=MemoryFacts(),
+)
+CPU: Fact[CpuFacts] = Fact(
+    name="cpuinfo",
+    command=lambda: (
+        "mark cpuinfo; { while IFS= read -r fleet_cpu; do case $fleet_cpu in flags*) "
+        'printf "%s\\n" "$fleet_cpu"; break;; esac; done < /proc/cpuinfo; } 2>/dev/null\n'
+    ),
+    sections=("cpuinfo",),
+    process=lambda parts: parse_cpu_flags(body(parts, "cpuinfo")),
+    default=CpuFacts(),
 )
 
 
@@ -200,6 +211,7 @@ def host_entries(
     outside = [p for p in wanted if p.rsplit("/", 1)[0] != root]
     return (
         MEMORY.entry(),
+        CPU.entry(),
         MODELS.entry(root, outside),
         MISSING.entry(wanted),
         DISK.entry(root),

@@ -16,6 +16,7 @@ from fleet.engines import engine_load, read_process
 from fleet.engines.report import EngineReport
 from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS, GpuProcesses, GpuReading
 from fleet.facts.host_facts import (
+    CPU,
     JOURNAL,
     LOCK,
     MEMORY,
@@ -76,6 +77,7 @@ def assemble_host(name: str, output: str, runtime: Runtime, boundary: str = "") 
         memory_total_mib=memory.total_mib,
         memory_available_mib=memory.available_mib,
         loads={port: engine_load(text) for port, text in facts[SEAT_METRICS].items()},
+        cpu_amx=facts[CPU].amx,
     )
 
 

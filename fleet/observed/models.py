@@ -183,6 +183,7 @@ class ObservedHost(CoreModel):
     interrupted: tuple[str, ...] = Field((), description="steps of an unfinished apply")
     memory_total_mib: int | None = Field(None, description="RAM, from /proc/meminfo")
     memory_available_mib: int | None = Field(None, description="RAM available for new work")
+    cpu_amx: bool | None = Field(None, description="the CPU has AMX (/proc/cpuinfo flags)")
     applied_commit: str | None = Field(None, description="desired/ commit of the last apply")
     applied_at: str | None = Field(None, description="when that apply finished")
     gateway_restart_seconds: float | None = Field(

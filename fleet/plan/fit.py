@@ -18,7 +18,7 @@ from fleet.engines import engine_for
 from fleet.errors import PlanError
 from fleet.facts.kv_estimate import GIB, KvLayout, uniform_layout
 from fleet.observed.models import Observation
-from fleet.plan import predict
+from fleet.plan import host_memory, predict
 from fleet.plan.gpu_share import gpu_holders, gpu_memory
 from fleet.plan.predict import MIB, Basis, Prediction, PredictionSource
 from fleet.spec.models import ConcurrencyBand, DesiredFleet, Seat
@@ -61,9 +61,16 @@ def predict_seat(desired: DesiredFleet, observation: Observation, seat: Seat) ->
         band=band,
         max_model_len=base.max_model_len,
         gpu_memory=gpu_memory(desired, observation, seat),
+        ram=_ram(observation, seat),
         unknown=base.unknown,
         assumptions=base.layout.assumptions if base.layout and base.exact is None else (),
     )
+
+
+def _ram(observation: Observation, seat: Seat) -> str | None:
+    """A CPU seat's RAM line (`fleet.plan.host_memory.ram_line`)."""
+    host = observation.hosts.get(seat.host)
+    return host_memory.ram_line(host, seat) if host is not None and not seat.gpus else None
 
 
 class Budgets(CoreModel):

@@ -23,6 +23,23 @@ from fleet.spec.models import Seat
 MIB = 1024**2
 
 
+def ram_line(host: ObservedHost, seat: Seat) -> str | None:
+    """What plan prints for a CPU seat whose engine is not sized from a header (vLLM's CPU
+    build): `RAM of apu (60,546 MiB available): model 2,100 MiB + KV 256 MiB + engine
+    ~2,816 MiB = ~5,172 MiB, estimate`; None for a GPU seat or where the model is unread."""
+    info = host.models.get(seat.model.rstrip("/"))
+    if seat.gpus or info is None or info.size_bytes is None:
+        return None
+    model, kv = info.size_bytes // MIB, kv_bytes(info, seat) // MIB
+    overhead = engine_for(seat.engine).CPU_OVERHEAD_MIB
+    available = host.memory_available_mib
+    room = f" ({available:,} MiB available)" if available is not None else ""
+    return (
+        f"RAM of {host.name}{room}: model {model:,} MiB + KV {kv:,} MiB + engine "
+        f"~{overhead:,} MiB = ~{model + kv + overhead:,} MiB, estimate from the model's size"
+    )
+
+
 def ram_need_mib(host: ObservedHost, seat: Seat) -> int | None:
     """RAM the seat's engine will take; None where the model's facts are unread."""
     info = host.models.get(seat.model.rstrip("/"))

@@ -78,6 +78,9 @@ class Prediction(CoreModel):
     memory: EngineMemory | None = Field(
         None, description="a llama.cpp seat's buffers, from its GGUF header"
     )
+    ram: str | None = Field(
+        None, description="a CPU seat's RAM as plan counts it (an engine not sized by header)"
+    )
     unknown: tuple[str, ...] = Field((), description="facts that could not be read")
     assumptions: tuple[str, ...] = Field(
         (), description="defaults of the engine's release and platform that moved an estimate"
@@ -161,7 +164,7 @@ def basis(desired: DesiredFleet, observation: Observation, seat: Seat) -> Basis:
     if sizes_from_header(seat.engine):
         return _header_basis(host, seat, info if not missing else None, total, unknown)
     facts = model_facts(info)
-    layout, why = _layout(host, seat, info, facts, total if seat.gpus else None)
+    layout, why = _layout(host, seat, info, facts, _first_gpu(desired, host, seat))
     if missing:
         why = f"model {seat.model} is not on {seat.host}"
     unknown += [why] if why else []
@@ -267,18 +270,34 @@ def _total_mib(desired: DesiredFleet, host: ObservedHost, seat: Seat) -> tuple[i
     return min(t for t in totals if t is not None), ""
 
 
+def _first_gpu(
+    desired: DesiredFleet, host: ObservedHost, seat: Seat
+) -> tuple[int | None, str | None]:
+    """The memory and name of the seat's first GPU (the device vLLM reads its defaults
+    off); (None, None) for a CPU seat."""
+    if not seat.gpus:
+        return None, None
+    index = seat.gpus[0]
+    observed = [g.name for g in host.gpus if g.index == index and g.name]
+    spec = desired.hosts.get(host.name)
+    declared = [g.name for g in spec.gpus if g.index == index] if spec else []
+    names = observed or declared
+    return gpu_total_mib(desired, host, index), names[0] if names else None
+
+
 def _layout(
     host: ObservedHost,
     seat: Seat,
     info: ModelInfo | None,
     facts: ModelFacts | None,
-    device_mib: int | None = None,
+    device: tuple[int | None, str | None] = (None, None),
 ) -> tuple[KvLayout | None, str]:
     """The KV layout from config.json facts, else from the summary observation keeps."""
     settings = _kv_settings(seat)
     dtype, tp, pp = settings.dtype, seat.tp_size, settings.pipeline_parallel
     if facts is not None:
-        layout = seat_layout(seat, facts, model_facts(_draft_info(host, seat)), device_mib)
+        draft = model_facts(_draft_info(host, seat))
+        layout = seat_layout(seat, facts, draft, *device, amx=host.cpu_amx)
         return layout, "" if layout else f"config.json of {seat.model} is too thin to size KV"
     if info is None or info.kv_bytes_per_token is None:
         return None, f"no KV bytes per token known for {seat.model} (config.json not read)"

@@ -24,17 +24,23 @@ from fleet.facts.kv_estimate import (
     drafter_layers,
     kv_layout,
 )
-from fleet.facts.model_config import ModelFacts
+from fleet.facts.model_config import AttentionKind, ModelFacts
 from fleet.spec.images import parse_image
 from fleet.spec.models import Seat
 
 
 def seat_layout(
-    seat: Seat, facts: ModelFacts, draft: ModelFacts | None, device_mib: int | None = None
+    seat: Seat,
+    facts: ModelFacts,
+    draft: ModelFacts | None,
+    device_mib: int | None = None,
+    device_name: str | None = None,
+    amx: bool | None = None,
 ) -> KvLayout | None:
     """The layout the seat's engine will build; None if config.json is too thin.
-    `device_mib` is the memory of the seat's smallest GPU, where the engine's defaults
-    depend on it."""
+    `device_mib` and `device_name` are the memory and name of the seat's first GPU (the
+    one the engine asks), where the engine's defaults depend on them; `amx` whether a CPU
+    seat's host has AMX (None: not known)."""
     engine = engine_for(seat.engine)
     settings = engine.kv_settings(
         seat.extra_args, parse_image(seat.image).version, seat_platform(seat)
@@ -46,7 +52,9 @@ def seat_layout(
         if spec
         else 0
     )
-    settings = _by_device(_drafting(settings, spec.method if spec else None), device_mib)
+    settings = _drafting(settings, spec.method if spec else None)
+    settings = _by_device(settings, device_mib, device_name)
+    settings = _cpu_mla(settings, facts, amx)
     return _layout(facts, settings, tp, extra, spec.num_tokens if spec else 0)
 
 
@@ -66,18 +74,52 @@ def log_layout(facts: ModelFacts, report: EngineReport, engine: Engine) -> KvLay
     spec = report.speculative
     method, k = (spec.method, spec.num_tokens or 0) if spec else (None, 0)
     extra = drafter_layers(facts, method, bool(spec and spec.draft_model), None, settings.dtype, tp)
-    return _layout(facts, _drafting(settings, method), tp, extra, k)
+    settings = _cpu_mla(_drafting(settings, method), facts, None)
+    return _layout(facts, settings, tp, extra, k)
 
 
-def _by_device(settings: KvSettings, device_mib: int | None) -> KvSettings:
-    """The prefill chunk the engine takes on a device of this much memory, if it depends."""
-    if not settings.batched_by_device or not device_mib or settings.batched_tokens is not None:
+def _by_device(settings: KvSettings, device_mib: int | None, name: str | None) -> KvSettings:
+    """The prefill chunk the engine takes on a device of this memory and name, if it
+    depends on them (a name not known rules no row out: the plan line says the size)."""
+    if not settings.batched_by_device or settings.batched_tokens is not None:
         return settings
-    chunk = next(c for least, c in settings.batched_by_device if device_mib >= least)
-    note = ("sliding", f"prefill chunk {chunk} ({device_mib / 1024:.0f} GiB GPU)")
+    if not device_mib:  # the engine's figure cannot be known: say which one is assumed
+        note = ("sliding", f"prefill chunk {BATCHED_TOKENS} (GPU memory not known)")
+        return settings.model_copy(update={"assumptions": (*settings.assumptions, note)})
+    lowered = (name or "").lower()
+    chunk = next(
+        c
+        for least, c, unless in settings.batched_by_device
+        if device_mib >= least and not (unless and unless in lowered)
+    )
+    size = f"{device_mib / 1024:.0f} GiB"
+    note = ("sliding", f"prefill chunk {chunk} ({f'{name}, {size}' if name else f'{size} GPU'})")
     return settings.model_copy(
         update={"batched_tokens": chunk, "assumptions": (*settings.assumptions, note)}
     )
+
+
+def _cpu_mla(settings: KvSettings, facts: ModelFacts, amx: bool | None) -> KvSettings:
+    """An MLA model on a CPU the engine runs with its reference MLA backend (no AMX, or
+    chosen by flag): that backend's block, whatever the flags say, and no prefix caching;
+    where the CPU's AMX is not known the plan line says it was assumed."""
+    if settings.cpu_mla_block is None or facts.attention.kind != AttentionKind.MLA:
+        return settings
+    if not settings.cpu_mla_forced and amx is not False:
+        if amx is True:
+            return settings
+        note = ("all", "AMX assumed for MLA (CPU flags not read)")
+        return settings.model_copy(update={"assumptions": (*settings.assumptions, note)})
+    block = settings.cpu_mla_block
+    why = "CPU_MLA chosen" if settings.cpu_mla_forced else "CPU MLA without AMX"
+    kept = tuple(n for n in settings.assumptions if not n[1].startswith("block "))
+    update = {
+        "block_size": block,
+        "kernel_block": block,
+        "prefix_caching": False,
+        "assumptions": (("all", f"block {block} ({why})"), *kept),
+    }
+    return settings.model_copy(update=update)
 
 
 def _drafting(settings: KvSettings, method: str | None) -> KvSettings:

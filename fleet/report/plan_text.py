@@ -108,6 +108,8 @@ def prediction_lines(prediction: Prediction) -> list[Line]:
     lines: list[Line] = [("cyan" if inside else "red", f"      = {prediction.describe()}")]
     if prediction.memory is not None:
         lines.append(("cyan", f"      = {prediction.memory.describe()}"))
+    if prediction.ram is not None:
+        lines.append(("cyan", f"      = {prediction.ram}"))
     lines += [
         ("dim", f"      = GPU {gpu}: {m.used_mib:,} of {m.total_mib:,} MiB with every seat on it")
         for gpu, m in sorted(prediction.gpu_memory.items())

@@ -5,7 +5,8 @@ and /metrics report, at the default verbosity and at `-lv 4`, with and without a
 model. And the draft flags fleet renders for a seat on this build make it draft, where
 the flags fleet rendered before (`--draft-max`) make it exit 1 (and a draft model without
 `--spec-type draft-simple` is loaded but never drafts). And the buffers plan predicts
-for a seat from its GGUF's head are those it logs, within 5%.
+for a seat from its GGUF's head are those it logs, within 5%. And the recorded iswa and
+MTP logs the stand-in is held to (tests/corpus/llamacpp-logs) are what it still logs.
 """
 
 from __future__ import annotations
@@ -164,3 +165,26 @@ def test_the_buffers_plan_predicts_are_within_5_percent_of_the_logged_ones(
         predicted = getattr(memory, part) / 2**20
         assert abs(predicted - mib) <= 0.05 * mib + 0.01, f"{part}: {predicted:.2f} vs {mib}"
     assert set(real) == {"weights", "kv", "compute", "output"}
+
+
+@pytest.mark.parametrize(
+    "stem",
+    [
+        "b11434_cpu_tiny-gemma3_lv4_c8192_np2_ub128_iswa",
+        "b11434_cpu_tiny-qwen35moe-mtp_lv4_c8192_np2_draft-mtp",
+    ],
+    ids=["iswa", "hybrid-mtp"],
+)
+def test_the_recorded_iswa_and_mtp_logs_still_hold(tmp_path: Path, stem: str) -> None:
+    """The real b11434 started again as it was recorded (tests/lab/real/
+    record_llamacpp_archs.py) logs the same KV caches, recurrent state and MTP lines as its
+    recording, which the stand-in's contract test compares with."""
+    from tests.lab.real import record_llamacpp_archs
+    from tests.unit.lab_engine.test_llamacpp_contract import facts, kv_lines
+
+    name = record_llamacpp_archs.CASES[stem][0]
+    live = record_llamacpp_archs.record(stem, tmp_path).read_text()
+    corpus = Path(__file__).resolve().parents[1] / "corpus" / "llamacpp-logs"
+    recorded = (corpus / f"{stem}.log").read_text()
+    assert kv_lines(live, name) == kv_lines(recorded, name)
+    assert facts(live) == facts(recorded)

@@ -124,7 +124,7 @@ def test_a_unit_starts_logs_restarts_after_kill_and_stops(
         wait_show(lab, host, UNIT, "SubState", "running")
         assert show(lab, host, UNIT, "MainPID")["MainPID"] != first["MainPID"]
         journal = lab.run(host, f"journalctl -u {UNIT} --no-pager -o cat", check=True).stdout
-        assert "main: server is listening on http://0.0.0.0:8090" in journal
+        assert "srv  llama_server: listening on http://0.0.0.0:8090" in journal  # b11434
         assert "Main process exited, code=killed, status=9/KILL" in journal
     finally:
         lab.run(host, f"systemctl stop {UNIT}", check=True)

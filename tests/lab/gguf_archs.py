@@ -17,7 +17,11 @@ comes from, for llama.cpp's gguf-py 0.19.0 (`gguf/constants.py`: `MODEL_TENSORS`
   attends fully (`attn_q` twice as wide for its output gate, `attn_k/v`, norms, output);
   the others are Gated DeltaNet layers (`attn_qkv`, `attn_gate`, `ssm_conv1d`, `ssm_dt`,
   `ssm_a`, `ssm_beta`, `ssm_alpha`, `ssm_norm`, `ssm_out`); every layer has the routed
-  experts (`ffn_*_exps`), the shared expert (`ffn_*_shexp`) and its gate.
+  experts (`ffn_*_exps`), the shared expert (`ffn_*_shexp`) and its gate. A model with
+  multi-token prediction (`nextn_predict_layers` N, as llama.cpp b11434's
+  `src/models/qwen35moe.cpp` loads it) counts its N MTP blocks in `block_count` and puts
+  them last: a full-attention block with the MoE FFN plus `nextn.eh_proj`, `nextn.enorm`
+  and `nextn.hnorm`.
 
 The hyper-parameters are the models' config.json values (tests/lab/models/
 gguf-architectures.json names each source).
@@ -79,12 +83,29 @@ def _qwen35_attention(arch: dict[str, Any], i: int, mat: Typer) -> list[Tensor]:
     ]
 
 
+def _qwen35_mtp(arch: dict[str, Any], i: int, mat: Typer) -> list[Tensor]:
+    e, d, b = arch["embedding_length"], arch["head_dim"], f"blk.{i}"
+    q, kv = arch["head_count"] * d, arch["head_count_kv"] * d
+    return [
+        (f"{b}.attn_q.weight", (2 * q, e), mat("attn_q", i)),
+        (f"{b}.attn_k.weight", (kv, e), mat("attn_k", i)),
+        (f"{b}.attn_v.weight", (kv, e), mat("attn_v", i)),
+        (f"{b}.attn_q_norm.weight", (d,), "F32"),
+        (f"{b}.attn_k_norm.weight", (d,), "F32"),
+        (f"{b}.attn_output.weight", (e, q), mat("attn_output", i)),
+        (f"{b}.nextn.eh_proj.weight", (e, 2 * e), mat("attn_output", i)),
+        (f"{b}.nextn.enorm.weight", (e,), "F32"),
+        (f"{b}.nextn.hnorm.weight", (e,), "F32"),
+    ]
+
+
 def _qwen35moe_block(arch: dict[str, Any], i: int, mat: Typer) -> list[Tensor]:
     e, b = arch["embedding_length"], f"blk.{i}"
     n, f, s = arch["expert_count"], arch["expert_feed_forward_length"], arch["shared_ffn"]
+    mtp = i >= arch["block_count"] - arch.get("nextn_predict_layers", 0)
     return [
         (f"{b}.attn_norm.weight", (e,), "F32"),
-        *_qwen35_attention(arch, i, mat),
+        *(_qwen35_mtp if mtp else _qwen35_attention)(arch, i, mat),
         (f"{b}.post_attention_norm.weight", (e,), "F32"),
         (f"{b}.ffn_gate_inp.weight", (n, e), "F32"),
         (f"{b}.ffn_gate_exps.weight", (n, f, e), mat("ffn_gate", i)),
@@ -130,3 +151,5 @@ def add_metadata(writer: Any, arch: dict[str, Any]) -> None:
     writer.add_ssm_time_step_rank(arch["ssm_time_step_rank"])
     writer.add_ssm_inner_size(arch["ssm_inner_size"])
     writer.add_full_attention_interval(arch["full_attention_interval"])
+    if arch.get("nextn_predict_layers"):
+        writer.add_uint32("qwen35moe.nextn_predict_layers", arch["nextn_predict_layers"])

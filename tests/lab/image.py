@@ -8,7 +8,9 @@ vllm.entrypoints.openai.api_server` before. The ghcr.io/ggml-org/llama.cpp serve
 are that rootfs too, with ENTRYPOINT /app/llama-server, WORKDIR /app and
 LLAMA_ARG_HOST=0.0.0.0 as the ggml-org server images set them; `server-cuda*` tags are
 the CUDA build (FLEET_LAB_LLAMACPP_BACKEND=cuda: uses the GPUs handed over), `server` /
-`server-b<N>` the CPU build, as upstream. The lmsysorg/sglang tags (SGLANG_TAGS) are
+`server-b<N>` the CPU build, as upstream; a `-b<N>` tag makes the stand-in build N
+(FLEET_LAB_LLAMACPP_BUILD: `server-b6100` logs and parses flags as b6100 does), the
+moving tags are the stand-in's default, b11434. The lmsysorg/sglang tags (SGLANG_TAGS) are
 that rootfs with a `sglang` package whose `launch_server` runs the SGLang stand-in
 (`engine/sglang`), WORKDIR /sgl-workspace and no entrypoint.
 """
@@ -231,12 +233,17 @@ def sglang_changes(tag: str) -> list[str]:
 
 
 def llamacpp_changes(tag: str) -> list[str]:
-    """Dockerfile instructions of a ggml-org/llama.cpp server image (CUDA or CPU build)."""
-    backend = "cuda" if tag.split(":", 1)[1].startswith("server-cuda") else "cpu"
+    """Dockerfile instructions of a ggml-org/llama.cpp server image (CUDA or CPU build);
+    a tag naming a build (`server-b6100`) makes the stand-in that build, the moving ones
+    (`server`, `server-cuda`) are its own default, b11434."""
+    version = tag.split(":", 1)[1]
+    backend = "cuda" if version.startswith("server-cuda") else "cpu"
+    build = re.search(r"-b(\d+)$", version)
     return [
         "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
         "ENV LLAMA_ARG_HOST=0.0.0.0",
         f"ENV FLEET_LAB_LLAMACPP_BACKEND={backend}",
+        *([f"ENV FLEET_LAB_LLAMACPP_BUILD={build.group(1)}"] if build else []),
         "ENV PYTHONDONTWRITEBYTECODE=1",
         "WORKDIR /app",
         'ENTRYPOINT ["/app/llama-server"]',

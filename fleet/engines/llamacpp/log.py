@@ -73,7 +73,9 @@ _MODEL_BUFFER = re.compile(r"load_tensors:\s+(\S+) model buffer size\s*=\s*([\d.
 _OFFLOADED = re.compile(r"offloaded (\d+)/(\d+) layers to GPU")
 _LISTENING = re.compile(r"listening on (\S+)")
 _ERROR = re.compile(
-    r"error loading model|failed to load model|failed to allocate|out of memory", re.IGNORECASE
+    r"error loading model|failed to load model|failed to allocate|out of memory"
+    r"|failed to create MTP context",  # b11434 asked for MTP on a model without MTP blocks
+    re.IGNORECASE,
 )
 
 

@@ -17,14 +17,17 @@ offloaded, as fleet renders `--n-gpu-layers 999`) or, for a CPU seat, in the hos
   llama-context.cpp) reserves for `n_tokens = min(n_ctx, n_ubatch)` with one output per
   slot, as ggml's allocator lays it out: the attention mask stays for the whole graph
   (`build_attn_inp_kq_mask`, src/llama-graph.cpp: n_kv x n_tokens, f16 with flash
-  attention, f32 without), beside the larger of two phases: the FFN's (f32 gate, up and
-  their product, `3 n_ff`, with the residual stream and its norms, `5 n_embd`, per token)
+  attention, f32 without; an iswa model has a second one over its sliding-window cache,
+  `self_kq_mask_swa`), beside the larger of two phases: the FFN's (f32 gate, up and
+  their product, `3 n_ff`, with the residual stream and its norms, `5 n_embd`, per token;
+  a MoE model's n_ff the routed experts', `expert_used_count x expert_feed_forward_length`)
   and, without flash attention, the attention's (every head's f32 scores, n_kv x n_tokens,
   with `8 n_embd` per token). The logits come after the FFN's buffers are freed and add
   nothing. The per-token factors are fitted to b11434's CPU logs: within 1% for widths
   128 to 512 at n_ubatch 128 and 512, contexts 2,048 to 8,192, 1 to 4 slots, with and
-  without flash attention (the lab's tiny llama, tests/corpus/llamacpp-buffers); a 64-wide
-  model's is 17% below what this rule says;
+  without flash attention (the lab's tiny llama, tests/corpus/llamacpp-buffers), and on
+  the tiny gemma3 (iswa) and qwen35moe (Gated DeltaNet hybrid with experts) of
+  tests/corpus/llamacpp-logs; a 64-wide model's is 17% below what this rule says;
 - output (`llama_context: ... output buffer size`): `slots x n_vocab` f32 logits, in host
   memory (CUDA_Host on a GPU seat).
 Pure. None where the header lacks what a part needs.
@@ -138,13 +141,33 @@ def compute_bytes(header: GgufFacts, seat: Seat) -> int:
     args, slots = seat.extra_args, seat.parallel or 1
     n_tokens = min(_pad(seat.context * slots), _ubatch(args, seat.context * slots))
     n_kv = _pad(seat.context)
+    n_kv += _swa_cells(header, seat)  # an iswa model's second mask
     flash = (flag_value(args, ("-fa", "--flash-attn")) or "auto") not in ("off", "0", "false")
     mask = n_kv * n_tokens * (2 if flash else 4)
     embd = header.embedding_length or 0
-    ffn = n_tokens * (3 * (header.feed_forward_length or 4 * embd) + 5 * embd) * 4
+    ffn = n_tokens * (3 * _ffn_width(header) + 5 * embd) * 4
     scores = n_kv * n_tokens * (header.head_count or 1) * 4
     attention = 0 if flash else scores + n_tokens * 8 * embd * 4
     return mask + max(ffn, attention)
+
+
+def _swa_cells(header: GgufFacts, seat: Seat) -> int:
+    """The cells of an iswa model's sliding-window cache per stream (0: none)."""
+    layers, n = header.context_layers, header.block_count
+    if not header.sliding_window or header.full_attention_interval or not n or layers in (None, n):
+        return 0
+    window = header.sliding_window + _ubatch(seat.extra_args, seat.context * (seat.parallel or 1))
+    return _pad(min(_pad(seat.context), window))
+
+
+def _ffn_width(header: GgufFacts) -> int:
+    """The FFN's width per token: the dense one, else the experts a token is routed to."""
+    embd = header.embedding_length or 0
+    if header.feed_forward_length:
+        return header.feed_forward_length
+    if header.expert_feed_forward_length and header.expert_used_count:
+        return header.expert_feed_forward_length * header.expert_used_count
+    return 4 * embd
 
 
 def _layer_cell_bytes(header: GgufFacts, args: Sequence[str]) -> float | None:

@@ -18,15 +18,20 @@ None: a GPU), each read in vLLM's source:
   `_report_kv_cache_config`).
 - From 0.32 (the release read; 0.20-0.31 keep the rules the corpus holds for 0.19):
   - the CPU build (`platforms/cpu.py`, `CpuPlatform.check_and_update_config`): blocks of
-    128 tokens unless `--block-size` (16 for MLA without AMX, not modelled: this lab's
-    CPUs have AMX), a hybrid's attention block a multiple of max(32, block)
+    128 tokens unless `--block-size`; an MLA model on a CPU without AMX (or with
+    `--attention-backend CPU_MLA`) runs the reference CPU_MLA backend
+    (`get_attn_backend_cls`), whose decode kernel compiles for blocks of 16 only: 16
+    whatever `--block-size` says, and prefix caching and chunked prefill off
+    (`CPU_MLA_BLOCK`; with AMX, AMX_MLA keeps the rules above; the host's AMX is
+    `fleet.facts.cpuinfo`), a hybrid's attention block a multiple of max(32, block)
     (`_align_hybrid_block_size`, the CPU attention backend's kernel blocks are multiples
     of 32), no async scheduling (one batch in flight), the SSM state in float32 (reset on
     AVX512-BF16 machines, which the CPU build targets); the prefill chunk 2048 per
     tensor-parallel rank (`EngineArgs._get_default_max_num_batched_tokens`, the OpenAI
     server);
-  - GPUs: the prefill chunk by the GPU's memory (`GPU_BATCHED_TOKENS`, where the
-    seat's GPU memory is known; 8192 otherwise); async scheduling on unless
+  - GPUs: the prefill chunk by the seat's first GPU (`GPU_BATCHED_TOKENS`: its memory
+    and name; 8192 where its memory is not known); `--performance-mode throughput`
+    doubles the default chunk, on the CPU too; async scheduling on unless
     `--no-async-scheduling` or pipeline parallelism
     (`VllmConfig.__post_init__`), so two prefill chunks in flight
     (`VllmConfig.max_in_flight_tokens`); a speculative method other than EAGLE, a draft
@@ -52,11 +57,20 @@ PLATFORM_RULES_SINCE = (0, 32, 0)  # the release whose platform defaults were re
 CPU_BLOCK = 128
 CPU_KERNEL_BLOCK = 32
 CPU_BATCHED_TOKENS = 2048  # per tensor-parallel rank, the OpenAI server's default
+CPU_MLA_BLOCK = 16  # the reference CPU_MLA backend's only block (csrc/cpu/mla_decode.cpp)
+ATTENTION_BACKEND = "--attention-backend"
 ASYNC_OFF = ("--no-async-scheduling",)
-# The OpenAI server's prefill chunk on a GPU of at least so much memory (MiB), 0.32
-# (`EngineArgs._get_default_max_num_batched_tokens`; an A100 of 80 GiB takes 2048, not
-# modelled: fleet knows a GPU's memory, not always its name).
-GPU_BATCHED_TOKENS = ((160 * 1024, 16384), (70 * 1024, 8192), (0, 2048))
+# The OpenAI server's (`vllm serve`, UsageContext.OPENAI_API_SERVER) prefill chunk on a GPU
+# of at least so much memory (MiB), unless its name holds the third item, 0.32:
+# `EngineArgs.get_batch_defaults` reads the first visible device's memory
+# (`get_device_total_memory`: NVML's total, what nvidia-smi's memory.total says) and
+# name: >= 160 GiB 16384; >= 70 GiB 8192 but not on an A100 (PR #17885: a large chunk
+# cost an A100 throughput); any other GPU 2048. The CPU build: 2048 per tensor-parallel
+# rank (`CPU_BATCHED_TOKENS`).
+GPU_BATCHED_TOKENS = ((160 * 1024, 16384, ""), (70 * 1024, 8192, "a100"), (0, 2048, ""))
+# `--performance-mode throughput` doubles a default chunk (`_set_default_max_num_seqs_and_
+# batched_tokens_args`, 0.32).
+THROUGHPUT = ("--performance-mode", "throughput")
 # Speculative methods that keep async scheduling on (`VllmConfig.__post_init__`, 0.32):
 # EAGLE's kinds and MTP, a draft model, DFlash, DSpark and the GPU n-gram.
 ASYNC_DRAFTERS = ("eagle", "eagle3", "mtp", "draft_model", "dflash", "dspark", "ngram_gpu")
@@ -94,13 +108,15 @@ def _cpu(settings: KvSettings, args: Sequence[str]) -> dict[str, object]:
     """The CPU build's defaults, where no flag set them, and what they moved."""
     notes: list[tuple[str, str]] = []
     rules: dict[str, object] = {"kernel_block": CPU_KERNEL_BLOCK, "in_flight_batches": 1}
+    rules["cpu_mla_block"] = CPU_MLA_BLOCK
+    rules["cpu_mla_forced"] = (flag_value(args, ATTENTION_BACKEND) or "").upper() == "CPU_MLA"
     if settings.block_size is None:
         rules["block_size"] = CPU_BLOCK
         notes.append(("all", f"block {CPU_BLOCK} (CPU)"))
     if settings.batched_tokens is None:
-        tp = _tensor_parallel(args)
-        rules["batched_tokens"] = CPU_BATCHED_TOKENS * tp
-        notes.append(("sliding", f"prefill chunk {CPU_BATCHED_TOKENS * tp}"))
+        chunk = CPU_BATCHED_TOKENS * _tensor_parallel(args) * _throughput(args)
+        rules["batched_tokens"] = chunk
+        notes.append(("sliding", f"prefill chunk {chunk}"))
     if settings.state_dtype in (None, "", "auto"):
         rules["state_dtype"] = "float32"
         notes.append(("state", "SSM state float32 (CPU)"))
@@ -115,7 +131,8 @@ def _gpu(settings: KvSettings, args: Sequence[str]) -> dict[str, object]:
     if settings.pipeline_parallel == 1 and not any(a in ASYNC_OFF for a in args):
         rules |= {"in_flight_batches": 2, "async_drafters": ASYNC_DRAFTERS}
     if settings.batched_tokens is None:
-        rules["batched_by_device"] = GPU_BATCHED_TOKENS
+        twice = _throughput(args)
+        rules["batched_by_device"] = tuple((m, c * twice, n) for m, c, n in GPU_BATCHED_TOKENS)
         notes.append(("sliding", "2 prefill chunks in flight (async scheduling)"))
     rules |= _state_cache(settings, notes)
     return rules | {"assumptions": tuple(notes)}
@@ -129,6 +146,11 @@ def _state_cache(settings: KvSettings, notes: list[tuple[str, str]]) -> dict[str
         return {"state_cache": "none"}
     notes.append(("state", "Mamba cache align (prefix caching)"))
     return {"state_cache": "align"}
+
+
+def _throughput(args: Sequence[str]) -> int:
+    """2 where `--performance-mode throughput` doubles the default prefill chunk, else 1."""
+    return 2 if flag_value(args, THROUGHPUT[0]) == THROUGHPUT[1] else 1
 
 
 def _tensor_parallel(args: Sequence[str]) -> int:

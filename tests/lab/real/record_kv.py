@@ -49,6 +49,8 @@ CASES: dict[str, tuple[str, tuple[str, ...]]] = {
     "qwen3": ("qwen3", ()),
     "qwen3_fp8-kv": ("qwen3", ("--kv-cache-dtype", "fp8")),
     "deepseek_v2": ("deepseek_v2", ()),
+    # the reference CPU MLA backend, as a CPU without AMX runs it (platforms/cpu.py)
+    "deepseek_v2_cpu-mla": ("deepseek_v2", ("--attention-backend", "CPU_MLA")),
     "mistral": ("mistral", ()),
     "mistral_fp8-kv": ("mistral", ("--kv-cache-dtype", "fp8")),
     "gemma3_text": ("gemma3_text", ()),

@@ -162,6 +162,91 @@ CASES += [
         ),
     ),
 ]
+# The real b11434 on the lab's tiny gemma3 and qwen35moe models (tests/lab/real/tinyarchs.py,
+# -lv 4, -c 8192): an iswa model's two caches are both the seat's KV, a hybrid's cache
+# holds its attention layers only beside its recurrent state, and the MTP draft context's
+# cache is the drafter's.
+TINY_MODELS = "/opt/fleet-lab/llama-server-b11434/models/"
+GEMMA3_LV4 = LlamaCppReport(
+    build="11434 (b11434)",
+    model_path=TINY_MODELS + "tiny-gemma3.gguf",
+    arch="gemma3",
+    n_ctx_train=32768,
+    ctx_size=8192,
+    ctx_per_slot=8192,
+    parallel_slots=1,
+    kv_unified=False,
+    kv_cells=8192,
+    kv_buffer_mib=6.5,  # non-SWA 8192 cells x 1 layer 4.00 + SWA 1024 cells x 5 layers 2.50
+    kv_type_k="f16",
+    kv_type_v="f16",
+    kv_on_cpu=True,
+    model_size_gib=0.0233,
+    model_buffers=(DeviceBuffer(device="CPU_Mapped", mib=23.91),),
+    listen_url="http://127.0.0.1:44991",
+)
+QWEN35MOE_LV4 = GEMMA3_LV4.model_copy(
+    update={
+        "model_path": TINY_MODELS + "tiny-qwen35moe.gguf",
+        "arch": "qwen35moe",
+        "n_ctx_train": 262144,
+        "ctx_per_slot": 4096,
+        "parallel_slots": 2,
+        "kv_buffer_mib": 8.0,  # `(4096 cells, 2 layers, 2/2 seqs)`: 2 of its 8 layers
+        "recurrent_state_mib": 0.22,
+        "model_size_gib": 0.0404,
+        "model_buffers": (DeviceBuffer(device="CPU_Mapped", mib=41.35),),
+        "listen_url": "http://127.0.0.1:59969",
+    }
+)
+CASES += [
+    ("b11434_cpu_tiny-gemma3_lv4_c8192_iswa.log", GEMMA3_LV4),
+    (
+        "b11434_cpu_tiny-gemma3_lv4_c8192_np2_ub128_iswa.log",
+        GEMMA3_LV4.model_copy(
+            update={
+                "ctx_per_slot": 4096,
+                "parallel_slots": 2,
+                "kv_buffer_mib": 7.75,  # 4.00 + SWA 768 cells in each of 2 streams 3.75
+                "listen_url": "http://127.0.0.1:40331",
+            }
+        ),
+    ),
+    ("b11434_cpu_tiny-qwen35moe_lv4_c8192_np2_hybrid.log", QWEN35MOE_LV4),
+    (
+        "b11434_cpu_tiny-qwen35moe-mtp_lv4_c8192_np2_draft-mtp.log",
+        QWEN35MOE_LV4.model_copy(
+            update={
+                "model_path": TINY_MODELS + "tiny-qwen35moe-mtp.gguf",
+                "recurrent_state_mib": 0.67,
+                "model_size_gib": 0.042,
+                "model_buffers": (DeviceBuffer(device="CPU_Mapped", mib=43.05),),
+                "draft_kv_buffer_mib": 4.0,
+                "speculative_method": "mtp",
+                "speculative_type": "draft-mtp",
+                "draft_max": 2,
+                "listen_url": "http://127.0.0.1:39403",
+            }
+        ),
+    ),
+    (
+        # MTP asked of a model without MTP blocks: b11434 exits, and says why.
+        "b11434_cpu_tiny-qwen35moe_lv4_draft-mtp_no-mtp-layers.log",
+        QWEN35MOE_LV4.model_copy(
+            update={
+                "ctx_per_slot": None,
+                "parallel_slots": None,
+                "recurrent_state_mib": 0.67,
+                "speculative_method": "mtp",
+                "listen_url": None,
+                "errors": (
+                    "0.00.561.216 E common_speculative_init_result: failed to create MTP context",
+                    "0.00.561.219 E srv    load_model: failed to create MTP context",
+                ),
+            }
+        ),
+    ),
+]
 COVERED = frozenset(name for name, _ in CASES)
 
 

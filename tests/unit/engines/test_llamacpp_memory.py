@@ -19,8 +19,9 @@ from tests.unit.engines.test_llamacpp_verbosity import coder
 
 BUFFERS = CORPUS / "llamacpp-buffers"
 HEADERS = json.loads((BUFFERS / "b11434_tiny-gguf-headers.json").read_text())
-BUFFER = re.compile(r"(?P<part>model|KV|compute|output) buffer size =\s+(?P<mib>[\d.]+) MiB")
-PARTS = {"model": "weights", "KV": "kv", "compute": "compute", "output": "output"}
+BUFFER = re.compile(r"(?P<part>model|KV|RS|compute|output) buffer size =\s+(?P<mib>[\d.]+) MiB")
+# a hybrid's recurrent state (`llama_memory_recurrent: ... RS buffer size`) is KV to plan
+PARTS = {"model": "weights", "KV": "kv", "RS": "kv", "compute": "compute", "output": "output"}
 TINY = "tiny-llama-4l.gguf"
 
 # (log, model, context per slot, slots, extra flags): the flags each run was started with
@@ -58,6 +59,28 @@ RUNS = {
         "b11434_cpu_tiny-llama-w128-2l_lv4_c4096_np2_no-repack.log",
         "tiny-llama-w128-2l.gguf",
         2048,
+        2,
+        (),
+    ),
+    # the lab's iswa and hybrid architectures (tests/lab/real/tinyarchs.py, -nr -c 8192)
+    "gemma3-iswa-one-slot": (
+        "../llamacpp-logs/b11434_cpu_tiny-gemma3_lv4_c8192_iswa.log",
+        "tiny-gemma3.gguf",
+        8192,
+        1,
+        (),
+    ),
+    "gemma3-iswa-two-slots-ubatch-128": (
+        "../llamacpp-logs/b11434_cpu_tiny-gemma3_lv4_c8192_np2_ub128_iswa.log",
+        "tiny-gemma3.gguf",
+        4096,
+        2,
+        ("-ub", "128"),
+    ),
+    "qwen35moe-hybrid-two-slots": (
+        "../llamacpp-logs/b11434_cpu_tiny-qwen35moe_lv4_c8192_np2_hybrid.log",
+        "tiny-qwen35moe.gguf",
+        4096,
         2,
         (),
     ),

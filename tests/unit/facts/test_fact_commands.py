@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from fleet.facts.gpu_facts import GPU_PROCESSES, GPUS
-from fleet.facts.host_facts import JOURNAL, LOCK, MEMORY, MISSING, MODELS
+from fleet.facts.host_facts import CPU, JOURNAL, LOCK, MEMORY, MISSING, MODELS
 from fleet.facts.script import Fact, FactOutput, script
 from fleet.runtimes.compose import COMPOSE_FILE, CONTAINERS
 
@@ -200,7 +200,7 @@ def test_a_fact_alone_reads_what_its_command_printed(
 
 @pytest.mark.parametrize(
     "fact",
-    [GPUS, GPU_PROCESSES, MEMORY, MODELS, MISSING, LOCK, JOURNAL, COMPOSE_FILE, CONTAINERS],
+    [GPUS, GPU_PROCESSES, MEMORY, CPU, MODELS, MISSING, LOCK, JOURNAL, COMPOSE_FILE, CONTAINERS],
     ids=lambda fact: fact.name,
 )
 def test_a_fact_that_printed_nothing_is_its_default(fact: Fact[Any]) -> None:
@@ -215,3 +215,16 @@ def test_memory_is_read_from_proc_meminfo(tmp_path: Path) -> None:
     memory = run_alone(MEMORY.entry(), {}, tmp_path)[MEMORY]
     assert memory.total_mib is not None
     assert abs(memory.total_mib - kilobytes["MemTotal"] // 1024) <= 1
+
+
+def test_the_cpus_amx_is_read_from_proc_cpuinfo(tmp_path: Path) -> None:
+    flags = next(
+        (
+            line
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("flags")
+        ),
+        None,
+    )
+    cpu = run_alone(CPU.entry(), {}, tmp_path)[CPU]
+    assert cpu.amx is (None if flags is None else "amx_tile" in flags.split())

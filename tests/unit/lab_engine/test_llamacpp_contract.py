@@ -6,6 +6,7 @@ test_real_llamacpp.py): what fleet reads off its startup log equals what its /pr
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,14 +14,17 @@ import pytest
 
 from fleet.engines.llamacpp.log import parse_llamacpp_log
 from tests.lab import models
+from tests.lab.real import tinyarchs
 from tests.lab.real.contract_llamacpp import Answers, fetch, mismatches
 from tests.unit.lab_engine.standin import Image, StandIn, start_llama
 
+NEW_DRAFT = ["--spec-type", "draft-simple", "--spec-draft-model", "{draft}"]
+NEW_DRAFT += ["--spec-draft-n-max", "6"]
 CASES = {
     "two-slots": ["-c", "8192", "-np", "2"],
     "one-slot-q8-cache": ["-c", "4096", "-np", "1", "-ctk", "q8_0", "-ctv", "q8_0"],
     "unified-cache": ["-c", "8192", "-np", "4", "--kv-unified"],
-    "drafter": ["-c", "8192", "-np", "2", "--model-draft", "{draft}", "--draft-max", "6"],
+    "drafter": ["-c", "8192", "-np", "2", *NEW_DRAFT],
 }
 
 
@@ -35,18 +39,16 @@ def test_the_standins_log_and_api_agree(
         "-ngl",
         "999",
         "--metrics",
+        "-lv",
+        "4",  # as fleet renders it: b11434 logs its build and KV at 4 only
         *(flag.format(draft=draft) for flag in flags),
     ]
-    engine = start_llama(image, argv, {})
+    engine = start_llama(image, argv, {})  # the stand-in's own build: b11434
     running.append(engine)
     engine.wait_healthy()
-    # The stand-in's build (b6100) logs everything but the drafter's n_max.
-    unstated = ("draft tokens (n_max)",)
-    assert mismatches(engine.log(), fetch(engine.url("")), argv, unstated) == []
+    assert mismatches(engine.log(), fetch(engine.url("")), argv) == []
 
 
-NEW_DRAFT = ["--spec-type", "draft-simple", "--spec-draft-model", "{draft}"]
-NEW_DRAFT += ["--spec-draft-n-max", "6"]
 BY_BUILD = {
     "b6100-old-names-draft": ("6100", ["--model-draft", "{draft}", "--draft-max", "6"], True),
     "b6100-refuses-new-names": (
@@ -157,6 +159,7 @@ def facts(log: str) -> dict[str, object]:
         "drafter k": report.draft_max,
         "method": report.speculative_method,
         "drafter KV MiB": report.draft_kv_buffer_mib,
+        "recurrent state MiB": report.recurrent_state_mib,
     }
 
 
@@ -249,3 +252,74 @@ def test_an_iswa_model_gets_two_caches_sized_as_b11434_sizes_them(
     assert report.kv_buffer_mib == pytest.approx(round((full * 1 + swa * 5) * row_mib, 2), abs=0.01)
     assert report.kv_cells == full * streams
     assert report.draft_kv_buffer_mib is None
+
+
+# The real b11434 on tiny models of the lab's iswa and hybrid architectures
+# (tests/lab/real/tinyarchs.py, recorded by tests/lab/real/record_llamacpp_archs.py;
+# tests/corpus/SOURCES.md): the stand-in, given the same headers and flags, logs the same
+# KV caches (cells, layers, streams, MiB per cache), the same MTP draft context and the
+# same failure, line for line but for the timestamps and the model's path.
+MTP_FLAGS = ["--spec-type", "draft-mtp", "--spec-draft-n-max", "2"]
+REAL_ARCHS = {
+    "gemma3-iswa-one-slot": ("tiny-gemma3_lv4_c8192_iswa", "tiny-gemma3.gguf", ["-np", "1"]),
+    "gemma3-iswa-two-slots-ub128": (
+        "tiny-gemma3_lv4_c8192_np2_ub128_iswa",
+        "tiny-gemma3.gguf",
+        ["-np", "2", "-ub", "128"],
+    ),
+    "qwen35moe-hybrid": (
+        "tiny-qwen35moe_lv4_c8192_np2_hybrid",
+        "tiny-qwen35moe.gguf",
+        ["-np", "2"],
+    ),
+    "qwen35moe-mtp": (
+        "tiny-qwen35moe-mtp_lv4_c8192_np2_draft-mtp",
+        "tiny-qwen35moe-mtp.gguf",
+        ["-np", "2", *MTP_FLAGS],
+    ),
+    "mtp-without-mtp-layers": (
+        "tiny-qwen35moe_lv4_draft-mtp_no-mtp-layers",
+        "tiny-qwen35moe.gguf",
+        ["-np", "2", *MTP_FLAGS],
+    ),
+}
+KV_LINE = re.compile(
+    r"llama_kv_cache_iswa: creating|llama_kv_cache: +\w+ KV buffer|llama_kv_cache: size|"
+    r"llama_memory_recurrent|n_rs_seq|MTP|speculative implementation|- n_max=|exiting due to|"
+    r"failed to"
+)
+
+
+def kv_lines(log: str, model: str) -> list[str]:
+    """The log's KV cache, MTP and failure lines, without timestamps and the model's path."""
+    out = []
+    for line in log.splitlines():
+        if KV_LINE.search(line):
+            text = re.sub(r"^\d+\.\d+\.\d+\.\d+ [IWE] ", "", line)
+            out.append(re.sub(r"'[^']*" + re.escape(model) + "'", "'MODEL'", text))
+    return out
+
+
+@pytest.mark.parametrize(("stem", "name", "flags"), list(REAL_ARCHS.values()), ids=list(REAL_ARCHS))
+def test_the_standin_sizes_iswa_hybrid_and_mtp_caches_as_the_real_b11434(
+    image: Image,
+    tmp_path: Path,
+    running: list[StandIn],
+    corpus: Path,
+    stem: str,
+    name: str,
+    flags: list[str],
+) -> None:
+    model = tmp_path / name
+    models.write_gguf(model, tinyarchs.ARCHS[name], "Q8_0")
+    argv = ["-m", str(model), "-lv", "4", "-nr", "-c", "8192", *flags]
+    engine = start_llama(image, argv, {}, cuda=False)
+    running.append(engine)
+    real = (corpus / "llamacpp-logs" / f"b11434_cpu_{stem}.log").read_text()
+    if "exiting due to" in real:
+        assert engine.wait_exit() == 1
+    else:
+        engine.wait_healthy()
+    log = engine.log()
+    assert kv_lines(log, name) == kv_lines(real, name)
+    assert facts(log) == facts(real)

@@ -49,17 +49,21 @@ def test_the_log_gives_fleet_context_slots_and_the_kv_cache(
         "2",
         "--n-gpu-layers",
         "999",
-        "--model-draft",
+        "--spec-type",
+        "draft-simple",
+        "--spec-draft-model",
         str(draft),
-        "--draft-max",
+        "--spec-draft-n-max",
         "8",
         "--jinja",
         "-fa",
         "on",
+        "-lv",
+        "4",
     ]
     engine = boot(image, running, args)
     facts = parse_llamacpp_log(engine.log())
-    assert facts.build == "6100 (fleetlab)"
+    assert facts.build == "11434 (b11434)"
     assert facts.model_path == str(model) and facts.draft_model == str(draft)
     assert (facts.arch, facts.n_ctx_train) == ("qwen3", 40960)
     assert (facts.ctx_size, facts.ctx_per_slot, facts.parallel_slots) == (16384, 8192, 2)
@@ -80,7 +84,8 @@ def test_the_log_gives_fleet_context_slots_and_the_kv_cache(
     [usage] = image.usage()
     assert usage["name"] == "/app/llama-server" and usage["gpu"] == 0
     held = usage["mib"]
-    assert 4455 + 2304 + 600 + 896 < held < 4455 + 2304 + 600 + 896 + 1200, "target + draft"
+    # b11434 gives the drafter the target's context (16384 cells): 1792 MiB of KV
+    assert 4455 + 2304 + 600 + 1792 < held < 4455 + 2304 + 600 + 1792 + 1200, "target + draft"
 
 
 def test_quantized_kv_types_shrink_the_cache(
@@ -99,6 +104,8 @@ def test_quantized_kv_types_shrink_the_cache(
         "q4_0",
         "-fa",
         "on",
+        "-lv",
+        "4",
     ]
     facts = parse_llamacpp_log(boot(image, running, args).log())
     assert (facts.kv_type_k, facts.kv_type_v) == ("q8_0", "q4_0")
@@ -112,7 +119,9 @@ def test_a_cpu_only_host_keeps_everything_on_the_cpu(
     image: Image, gguf_dir: Path, running: list[StandIn]
 ) -> None:
     args = ["-m", str(gguf_dir / "qwen3-0.6b-q4_k_m.gguf"), "-c", "4096", "-ngl", "999"]
-    log = boot(image, running, args, gpus=None, cuda=False).log()
+    # b6100's format: its offload line (b11434 logs none on a CPU build)
+    old = {"FLEET_LAB_LLAMACPP_BUILD": "6100"}
+    log = boot(image, running, args, gpus=None, cuda=False, env=old).log()
     facts = parse_llamacpp_log(log)
     assert facts.kv_on_cpu is True
     assert facts.kv_buffer_mib == 2 * 28 * 8 * 128 * 2 * 4096 / MiB == 448
@@ -128,11 +137,28 @@ def test_only_offloaded_layers_and_their_cache_use_the_gpu(
     image: Image, gguf_dir: Path, running: list[StandIn], ngl: int, on_gpu: int
 ) -> None:
     args = ["-m", str(gguf_dir / "qwen3-8b-q4_k_m.gguf"), "-c", "4096", "-ngl", str(ngl)]
-    facts = parse_llamacpp_log(boot(image, running, args).log())
+    facts = parse_llamacpp_log(boot(image, running, [*args, "-lv", "4"]).log())
     assert facts.offloaded_layers == on_gpu
     assert facts.kv_buffer_mib == QWEN3_8B_KV_F16 * 4096 / MiB, "the whole cache, wherever it is"
     assert facts.kv_on_cpu is (on_gpu == 0)
     assert len(image.usage()) == (1 if on_gpu else 0)
+
+
+def test_b11434_on_a_cpu_only_host_warns_as_the_real_cpu_build_does(
+    image: Image, gguf_dir: Path, running: list[StandIn]
+) -> None:
+    # The real b11434 CPU build with -ngl (tests/corpus/llamacpp-buffers: none offloads):
+    # the parser's warning before the first timestamped line, no offload line, one
+    # mapped model buffer.
+    args = ["-m", str(gguf_dir / "qwen3-0.6b-q4_k_m.gguf"), "-c", "4096", "-ngl", "999"]
+    log = boot(image, running, [*args, "-lv", "4"], gpus=None, cuda=False).log()
+    assert log.startswith("warning: no usable GPU found, --gpu-layers option will be ignored\n")
+    facts = parse_llamacpp_log(log)
+    assert facts.build == "11434 (b11434)"
+    assert (facts.kv_on_cpu, facts.kv_buffer_mib) == (True, 448)
+    assert (facts.offloaded_layers, facts.total_layers) == (None, None)
+    assert [b.device for b in facts.model_buffers] == ["CPU_Mapped"]
+    assert image.usage() == []
 
 
 def test_a_file_that_is_not_gguf_fails_to_load(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from fleet.observed.models import ModelInfo, ObservedHost
-from fleet.plan.host_memory import ram_blockers
+from fleet.plan.host_memory import ram_blockers, ram_line
 from fleet.spec.models import Seat
 
 GIB = 1024**3
@@ -115,3 +115,35 @@ MODEL = ModelInfo(
 def test_ram(host: ObservedHost, seat: Seat, message: str | None) -> None:
     found = [b.message for b in ram_blockers(host, seat)]
     assert (found == []) if message is None else (len(found) == 1 and found[0].startswith(message))
+
+
+APU = ObservedHost(
+    name="apu", memory_total_mib=65536, memory_available_mib=60000, models={TINY.path: TINY}
+)
+
+
+@pytest.mark.parametrize(
+    ("host", "seat", "line"),
+    [
+        (
+            APU,
+            VLLM_SEAT,
+            "RAM of apu (60,000 MiB available): model 2 MiB + KV 4,096 MiB + engine ~2,816 "
+            "MiB = ~6,914 MiB, estimate from the model's size",
+        ),
+        (
+            APU.model_copy(update={"memory_available_mib": None}),
+            VLLM_SEAT,
+            "RAM of apu: model 2 MiB + KV 4,096 MiB + engine ~2,816 MiB = ~6,914 MiB, "
+            "estimate from the model's size",
+        ),
+        (APU, VLLM_SEAT.model_copy(update={"gpus": (0,)}), None),
+        (ObservedHost(name="apu", memory_available_mib=60000), VLLM_SEAT, None),
+    ],
+    ids=["vllm-cpu-seat", "meminfo-unread", "gpu-seat", "model-unread"],
+)
+def test_a_cpu_seat_says_the_ram_it_will_take(
+    host: ObservedHost, seat: Seat, line: str | None
+) -> None:
+    # the same figures the RAM blocker counts (ram_need_mib), on the plan line
+    assert ram_line(host, seat) == line

@@ -245,6 +245,12 @@ def test_a_vllm_seat_on_the_cpu_is_predicted_from_its_budget_and_the_hosts_memor
         )
         for ln in lines
     ), lines
+    ram = [ln.strip() for ln in lines if ln.strip().startswith("= RAM of tower")]
+    # what the RAM blocker counts: the model on disk, the KV budget, the engine's overhead
+    assert ram == [
+        "= RAM of tower: model 1,075 MiB + KV 256 MiB + engine ~2,816 MiB = ~4,147 MiB, "
+        "estimate from the model's size"
+    ]
 
 
 def test_a_cpu_build_seat_names_the_defaults_its_estimate_assumes() -> None:

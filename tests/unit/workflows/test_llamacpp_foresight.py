@@ -40,18 +40,20 @@ HOSTS = {"coder": "rtx3090", "mid": "rtx5070", "big": "apu"}
     [
         (
             "coder",
-            "= GPU 0: weights 14.3GiB + KV 1.8GiB + compute 182.5MiB = 16.3GiB "
+            # compute: the SWA cache's mask beside the full one (the real b11434's gemma3)
+            "= GPU 0: weights 14.3GiB + KV 1.8GiB + compute 184.0MiB = 16.4GiB "
             "(+ CUDA context ~300MiB), estimate from the GGUF header",
         ),
         (
             "mid",
-            "= GPU 0: weights 6.0GiB + KV 992.0MiB + compute 135.5MiB = 7.1GiB "
+            "= GPU 0: weights 6.0GiB + KV 992.0MiB + compute 137.0MiB = 7.1GiB "
             "(+ CUDA context ~300MiB), estimate from the GGUF header",
         ),
         (
             "big",
+            # compute: the FFN of the experts a token is routed to (the real b11434's qwen35moe)
             "= RAM of apu (60,546 MiB available): weights 34.4GiB + KV 222.8MiB + compute "
-            "76.0MiB + output 0.9MiB = 34.7GiB, estimate from the GGUF header",
+            "52.0MiB + output 0.9MiB = 34.6GiB, estimate from the GGUF header",
         ),
     ],
     ids=["gpu-gemma3-27b-two-slots", "gpu-gemma3-12b", "cpu-qwen35moe"],

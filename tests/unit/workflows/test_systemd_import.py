@@ -78,3 +78,24 @@ def test_import_adopts_the_unit_in_place_then_a_change_takes_it_over(tmp_path: P
     assert (hand.running, hand.enabled) == (False, False), "disabled and stopped"
     assert host.removed == ["llama-server.service"], "only once the new unit was healthy"
     assert fake.fleet("plan").returncode == 0
+
+
+def test_import_keeps_the_hand_made_units_own_verbosity_and_flags(tmp_path: Path) -> None:
+    # A hand-made server at a verbosity of its own and a flag fleet has no field for: the
+    # imported seat keeps both as extra_args (fleet renders -lv 4 only where a seat sets
+    # none), and the plan after import changes nothing.
+    host = apu()
+    made = HAND_MADE.replace("--metrics\n", "--metrics -lv 2 --batch-size 4096\n")
+    host.files[UNIT] = made
+    host.systemd.reload(host.files)
+    assert start(host, "llama-server").exit_status == 0
+    pid = host.systemd.units["llama-server.service"].pid
+    fake = imported(host, tmp_path)
+    (seat_file,) = (fake.desired / "seats").glob("*.yaml")
+    text = seat_file.read_text()
+    assert "extra_args:" in text, text
+    extra = text.split("extra_args:", 1)[1]
+    assert all(f'"{flag}"' in extra for flag in ("-lv", "2", "--batch-size", "4096")), text
+    plan = fake.fleet("plan")
+    assert plan.returncode == 0, plan.stdout + plan.stderr
+    assert host.systemd.units["llama-server.service"].pid == pid, "adopted in place"

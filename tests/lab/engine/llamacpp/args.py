@@ -3,15 +3,18 @@
 The flags that change what it does, long and short, with llama.cpp's `LLAMA_ARG_*`
 environment fallbacks (the ggml-org server images set LLAMA_ARG_HOST=0.0.0.0); a flag on
 the command line wins over its variable. Any other flag is tolerated: it takes the next
-token as its value unless that token is a flag itself. Defaults are the b6100 era's:
-port 8080, context 4096 (0: the model's), one slot, no GPU layers, f16 KV cache.
+token as its value unless that token is a flag itself. Defaults: port 8080, context 4096
+(0: the model's), one slot, no GPU layers, f16 KV cache.
 
-The draft options follow llama.cpp's rename (PR #22397, b8960 as fleet places it): the
-stand-in's build, b6100, knows only `--model-draft` / `--draft-max` and refuses
-`--spec-draft-model` / `--spec-draft-n-max` as an unknown argument (exit 1), as the real
-b6100 does; a build from the rename on (FLEET_LAB_LLAMACPP_BUILD) takes the new names and
-refuses `--draft-max` with the real b11434's message, and drafts with a draft model
-only when `--spec-type draft-simple` names the method (`drafts()`), as b11434.
+The stand-in is b11434 (the build the lab's real llama-server is) unless
+FLEET_LAB_LLAMACPP_BUILD names another (the `server-b6100` images set 6100). The draft
+options follow llama.cpp's rename (PR #22397, b8960 as fleet places it): a build before it
+knows only `--model-draft` / `--draft-max` and refuses `--spec-draft-model` /
+`--spec-draft-n-max` as an unknown argument (exit 1), as the real b6100 does; a build from
+the rename on takes the new names, refuses `--draft-max` with the real b11434's message,
+drafts with a draft model only when `--spec-type draft-simple` names the method
+(`drafts()`) and with the model's own MTP blocks when it names `draft-mtp`
+(`drafts_mtp()`), as b11434.
 """
 
 from __future__ import annotations
@@ -73,7 +76,7 @@ OPTIONS: dict[str, tuple[str, str, str]] = {
     "--verbosity": ("verbosity", "LLAMA_LOG_VERBOSITY", "int"),
     "--log-verbosity": ("verbosity", "LLAMA_LOG_VERBOSITY", "int"),
 }
-BUILD = int(os.environ.get("FLEET_LAB_LLAMACPP_BUILD", "6100"))
+BUILD = int(os.environ.get("FLEET_LAB_LLAMACPP_BUILD", "11434"))
 RENAMED_SINCE = 8960
 NEW_NAMES: dict[str, tuple[str, str, str]] = {
     "--spec-draft-model": ("model_draft", "LLAMA_ARG_SPEC_DRAFT_MODEL", "str"),
@@ -156,6 +159,11 @@ def drafts(args: ServerArgs) -> bool:
     if args.model_draft is None:
         return False
     return BUILD < RENAMED_SINCE or "draft-simple" in args.spec_type.split(",")
+
+
+def drafts_mtp(args: ServerArgs) -> bool:
+    """Whether `--spec-type` asks for the model's own MTP head (`draft-mtp`, b11434)."""
+    return BUILD >= RENAMED_SINCE and "draft-mtp" in args.spec_type.split(",")
 
 
 def refuse_renamed(option: str) -> None:

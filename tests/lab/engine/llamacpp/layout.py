@@ -15,6 +15,11 @@
   gemma3: 5 sliding, 1 full) gets two caches, as src/llama-kv-cache-iswa.cpp: its full
   layers n_ctx_seq cells per stream, its sliding layers
   GGML_PAD(min(n_ctx_seq, n_swa x (streams sharing a cache) + n_ubatch), 256).
+  A model's multi-token-prediction blocks (<arch>.nextn_predict_layers, counted in
+  block_count, last) are no layers of the target's: its cache and offload leave them out,
+  and `--spec-type draft-mtp` gives them a context of their own (`plan_mtp_layout`), a
+  full-attention cache of n_ctx_seq cells per stream over those blocks, as b11434's
+  common_speculative_init_result and the recorded tiny-qwen35moe-mtp log.
 - Compute buffer (an approximation): logits n_vocab x n_ubatch x 4 bytes plus
   activations 4 x n_embd x n_ubatch x 4 bytes on the first device that computes;
   output buffer n_vocab x 4 x slots on the host. Each GPU used also holds CUDA_CONTEXT
@@ -28,6 +33,7 @@ from dataclasses import dataclass, field
 from ..gpu import Gpu
 from .args import ServerArgs
 from .gguf import GgufFile
+from .hparams import cached_layers, nextn_layers, recurrent_state, trunk_layers
 
 MiB = 1 << 20
 CUDA_CONTEXT = 164 * MiB
@@ -50,9 +56,6 @@ class Device:
     def name(self) -> str:
         """ggml's buffer name: CUDA0, CUDA1, ..."""
         return f"CUDA{self.position}"
-
-
-SWA_PATTERN = {"gemma3": 6, "gemma2": 2, "cohere2": 4, "gpt-oss": 2}  # llama-model.cpp
 
 
 @dataclass
@@ -89,6 +92,8 @@ class Layout:
     output: tuple[str, int] = ("CPU", 0)
     gpus: dict[str, Device] = field(default_factory=dict)
     caches: list[KvCache] = field(default_factory=list)
+    rs_seq: int = 0  # rollback snapshots per sequence (b11434: the MTP draft's n_max)
+    recurrent: tuple[int, int, int] | None = None  # (layers, R bytes, S bytes), a hybrid's
 
     @property
     def offloaded(self) -> int:
@@ -150,10 +155,15 @@ def kv_row_bytes(gguf: GgufFile, kind: str, type_name: str, layer: int) -> int:
 
 
 def plan_layout(
-    gguf: GgufFile, args: ServerArgs, n_gpu_layers: int, devices: list[Device], n_seq: int
+    gguf: GgufFile,
+    args: ServerArgs,
+    n_gpu_layers: int,
+    devices: list[Device],
+    n_seq: int,
+    rs_seq: int = 0,
 ) -> Layout:
     """Size every buffer of one model on the given GPUs (none: all on the CPU)."""
-    n_layer = int(gguf.hparam("block_count"))
+    n_layer = trunk_layers(gguf)
     ngl = n_layer + 1 if n_gpu_layers < 0 else n_gpu_layers
     ngl = ngl if devices else 0
     n_ctx, n_ctx_seq, n_stream = context_sizes(args, int(gguf.hparam("context_length")), n_seq)
@@ -193,19 +203,36 @@ def plan_layout(
         lay.caches.append(KvCache(True, cells, len(swa_layers)))
     for cache, layers in zip(lay.caches, (kv_layers, swa_layers), strict=False):
         size_cache(gguf, args, lay, cache, [(i, placed.get(i)) for i in layers])
+    lay.rs_seq = rs_seq
+    lay.recurrent = recurrent_state(gguf, n_layer, len(kv_layers), n_seq * (1 + rs_seq))
+    if lay.recurrent:
+        where = next(iter(sorted(lay.gpus)), "CPU") if not args.no_kv_offload else "CPU"
+        lay.kv[where] = lay.kv.get(where, 0) + lay.recurrent[1] + lay.recurrent[2]
     size_compute(gguf, args, lay)
     return lay
 
 
-def cached_layers(gguf: GgufFile, n_layer: int) -> tuple[list[int], list[int]]:
-    """(full-attention layers, sliding-window layers) that hold a KV cache."""
-    interval = int(gguf.hparam("full_attention_interval", 1) or 1)
-    attending = [i for i in range(n_layer) if (i + 1) % interval == 0]
-    pattern = SWA_PATTERN.get(gguf.arch, 0)
-    if not pattern or not gguf.hparam("attention.sliding_window"):
-        return attending, []
-    swa = [i for i in attending if i % pattern < pattern - 1]
-    return [i for i in attending if i not in swa], swa
+def plan_mtp_layout(gguf: GgufFile, args: ServerArgs, target: Layout) -> Layout:
+    """The MTP draft context against the target: no weights of its own, the target's
+    context and streams, one full-attention cache over the MTP blocks (on the CPU: the
+    stand-in's MTP seats are CPU seats, as the recorded real one)."""
+    n_layer, mtp = trunk_layers(gguf), nextn_layers(gguf)
+    lay = Layout(
+        n_layer,
+        0,
+        False,
+        target.n_ctx,
+        target.n_ctx_seq,
+        target.n_seq,
+        target.n_stream,
+        mtp,
+        args.cache_type_k,
+        args.cache_type_v,
+    )
+    lay.caches = [KvCache(False, target.n_ctx_seq, mtp)]
+    size_cache(gguf, args, lay, lay.caches[0], [(i, None) for i in range(n_layer, n_layer + mtp)])
+    size_compute(gguf, args, lay)
+    return lay
 
 
 def size_cache(

@@ -9,11 +9,11 @@ or no GPU, keeps everything on the CPU and records nothing. Failures print llama
 lines and exit 1: a file that is no GGUF, missing hyper-parameters, a buffer that does
 not fit its GPU, FLEET_LAB_FAIL=1 (or crash: a corrupted model file).
 FLEET_LAB_FAIL=never-healthy keeps loading forever; crash-after=N aborts N s after ready.
+The loading itself (target, draft model, MTP context) is `loading`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import signal
 import sys
@@ -26,141 +26,21 @@ from .. import gpu as gpumod
 from ..core import set_process_name
 from ..httpbase import make_server
 from ..scheduler import Scheduler, env_float
-from . import failures, stamped
+from . import stamped
 from . import startlog as log
-from .args import ArgError, ServerArgs, drafts, parse_args
-from .gguf import GgufError, GgufFile, read_gguf
-from .layout import Device, Layout, first_shortfall, n_vocab, plan_layout
+from .args import ArgError, ServerArgs, drafts, drafts_mtp, parse_args
+from .gguf import GgufFile
+from .layout import Layout, n_vocab
+from .loading import VERBOSITY, LoadFailed, devices_now, emit_all, emit_pairs, load
 from .server import Handler, LlamaState
 
 PROGRAM = "/app/llama-server"
-REQUIRED = ("context_length", "embedding_length", "block_count", "attention.head_count")
 
 
 def program() -> str:
     """The executable's path, as nvidia-smi names the process: /app/llama-server in the
     images, FLEET_LAB_LLAMACPP_PROGRAM where installed elsewhere (a systemd host)."""
     return os.environ.get("FLEET_LAB_LLAMACPP_PROGRAM", PROGRAM)
-
-
-class LoadFailed(Exception):
-    """The model did not load; the lines are printed, the server exits 1."""
-
-
-VERBOSITY = [3]  # -lv: b11434 shows the library's lines (loader, buffers) only at 4
-
-
-def emit_all(lines: list[str], detail: bool = False) -> None:
-    """Print log lines; `detail` ones (the library's) only where the build shows them."""
-    if detail and log.STAMPED and VERBOSITY[0] < 4:
-        return
-    for line in lines:
-        log.emit(line)
-
-
-def emit_pairs(pairs: list[tuple[str, bool]]) -> None:
-    """Print (line, detail) pairs."""
-    for line, detail in pairs:
-        emit_all([line], detail)
-
-
-def devices_now(cuda: bool, held: dict[str, int] | None = None) -> list[Device]:
-    """The GPUs this process may use and what is free on them (minus `held` by itself)."""
-    if not cuda:
-        return []
-    out = []
-    for position, card in enumerate(gpumod.visible_gpus()):
-        free = card.total_bytes - gpumod.used_by_others(card)
-        free -= (held or {}).get(f"CUDA{position}", 0)
-        out.append(Device(position, card, free))
-    return out
-
-
-def open_model(path: str) -> GgufFile:
-    """The model's header, or LoadFailed after llama.cpp's failure lines."""
-    if os.environ.get("FLEET_LAB_FAIL", "") in ("1", "crash"):
-        emit_all(
-            failures.failure_lines(
-                path,
-                "tensor 'blk.0.attn_q.weight' data is not within "
-                "the file bounds, model is corrupted or incomplete",
-                True,
-            )
-        )
-        raise LoadFailed
-    try:
-        gguf = read_gguf(Path(path))
-    except GgufError as err:
-        emit_all(failures.failure_lines(path, err.message, err.by_loader))
-        raise LoadFailed from err
-    for key in REQUIRED:
-        if gguf.hparam(key) is None:
-            message = (
-                f"error loading model hyperparameters: key not found in model: {gguf.arch}.{key}"
-            )
-            emit_all(failures.failure_lines(path, message, True))
-            raise LoadFailed
-    return gguf
-
-
-def load_one(
-    path: str, args: ServerArgs, ngl: int, devices: list[Device], n_seq: int, seconds: float
-) -> tuple[GgufFile, Layout]:
-    """Read, place and 'allocate' one model (target or draft), printing its lines."""
-    gguf = open_model(path)
-    lay = plan_layout(gguf, args, ngl, devices, n_seq)
-    first = next(iter(lay.gpus.values()), None)
-    emit_all(log.loader_lines(gguf, first) + log.print_info_lines(gguf, n_vocab(gguf)), True)
-    emit_all(log.tensor_lines(lay, not args.no_mmap), True)
-    short = first_shortfall(lay)
-    if short and short[0] == "model":
-        emit_all(failures.shortfall_lines(path, *short))
-        raise LoadFailed
-    time.sleep(seconds)
-    train = int(gguf.hparam("context_length"))
-    freq_base = float(gguf.hparam("rope.freq_base", 10000.0))
-    emit_all(log.context_lines(lay, args, train, freq_base), True)
-    if short:
-        emit_all(failures.shortfall_lines(path, *short))
-        raise LoadFailed
-    return gguf, lay
-
-
-def load(args: ServerArgs, cuda: bool) -> tuple[GgufFile, Layout, Layout | None]:
-    """The target model, then the draft model if there is one."""
-    log.emit(log.srv("load_model", f"loading model '{args.model}'"))
-    seconds = env_float("FLEET_LAB_LOAD_SECONDS", 0.3)
-    gguf, lay = load_one(
-        args.model, args, args.n_gpu_layers, devices_now(cuda), args.parallel, seconds
-    )
-    warmup = "warming up the model with an empty run - please wait ... (--no-warmup to disable)"
-    if log.STAMPED:
-        log.emit(f"cmn          init: llama threadpool init, n_threads = {args.threads}")
-        emit_all([f"cmn  common_init_: {warmup}"], True)
-    else:
-        log.emit(f"common_init_from_params: {warmup}")
-    draft = None
-    if args.model_draft:
-        draft = load_draft(args, cuda, lay)
-    return gguf, lay, draft
-
-
-def load_draft(args: ServerArgs, cuda: bool, lay: Layout) -> Layout:
-    """The draft model: b11434 gives it the target's context and slots, older builds one
-    sequence of the target's slot context."""
-    path = str(args.model_draft)
-    ngl = args.n_gpu_layers if args.n_gpu_layers_draft is None else args.n_gpu_layers_draft
-    held = {name: lay.gpu_bytes(name) for name in lay.gpus}
-    if log.STAMPED:
-        log.emit(f"common_speculative_init_result: loading draft model '{path}'")
-        dargs = dataclasses.replace(args, ctx_size=args.ctx_size_draft or lay.n_ctx)
-        return load_one(path, dargs, ngl, devices_now(cuda, held), args.parallel, 0.0)[1]
-    log.emit(log.srv("load_model", f"loading draft model '{path}'"))
-    dargs = dataclasses.replace(args, ctx_size=args.ctx_size_draft or lay.n_ctx_seq)
-    draft = load_one(path, dargs, ngl, devices_now(cuda, held), 1, 0.0)[1]
-    if not drafts(args):
-        log.emit("spec common_specu: no implementations specified for speculative decoding")
-    return draft
 
 
 def record_gpus(lay: Layout, draft: Layout | None) -> list[Path]:
@@ -190,12 +70,19 @@ def model_info(
         "model_id": args.alias or args.model,
         "n_ctx_slot": lay.n_ctx_seq,
         "slots": args.parallel,
-        "draft": args.model_draft if draft and drafts(args) else None,
+        "draft": drafting_model(args) if draft else None,
         "draft_max": args.draft_max,
         "meta": meta,
         "metrics_endpoint": args.metrics,
         "slots_endpoint": args.slots,
     }
+
+
+def drafting_model(args: ServerArgs) -> str | None:
+    """The model that drafts: the draft model, the target itself with MTP, else None."""
+    if drafts_mtp(args) and not args.model_draft:
+        return args.model
+    return args.model_draft if drafts(args) else None
 
 
 def crash_later(paths: list[Path]) -> None:
@@ -222,11 +109,17 @@ def crash_later(paths: list[Path]) -> None:
     threading.Thread(target=die, daemon=True).start()
 
 
-def ready_log(args: ServerArgs, lay: Layout, draft: Layout | None) -> None:
+def ready_log(args: ServerArgs, gguf: GgufFile, lay: Layout, draft: Layout | None) -> None:
     """The lines from the slots (b11434) or the model being loaded (older) on."""
     if log.STAMPED:
         drafting = draft is not None and drafts(args)
-        emit_pairs(stamped.stamped_ready_lines(args, lay.n_ctx_seq, lay.n_stream == 1, drafting))
+        mtp = draft is not None and drafting_model(args) == args.model
+        mtp_embd = int(gguf.hparam("embedding_length")) if mtp else 0
+        emit_pairs(
+            stamped.stamped_ready_lines(
+                args, lay.n_ctx_seq, lay.n_stream == 1, drafting, mtp_embd=mtp_embd
+            )
+        )
     else:
         emit_all(log.ready_lines(args.host, args.port))
 
@@ -243,6 +136,8 @@ def main() -> int:
     devices = devices_now(cuda)
     VERBOSITY[0] = args.verbosity
     if log.STAMPED:
+        for line in log.no_gpu_warnings(cuda, devices, args.n_gpu_layers != 0):
+            sys.stderr.write(line + "\n")  # common/arg.cpp's fprintf: no timestamp
         emit_pairs(stamped.stamped_start_lines(args))
     else:
         emit_all(log.backend_lines(cuda, devices, args.n_gpu_layers != 0))
@@ -281,7 +176,7 @@ def main() -> int:
         )
     if os.environ.get("FLEET_LAB_FAIL") != "never-healthy":
         state.ready.set()
-        ready_log(args, lay, draft)
+        ready_log(args, gguf, lay, draft)
     crash_later(paths)
     while not stop.wait(0.5):
         pass

@@ -38,9 +38,10 @@ def stamped_start_lines(args: ServerArgs) -> list[tuple[str, bool]]:
 
 
 def stamped_ready_lines(
-    args: ServerArgs, n_ctx_slot: int, unified: bool, drafting: bool
+    args: ServerArgs, n_ctx_slot: int, unified: bool, drafting: bool, mtp_embd: int = 0
 ) -> list[tuple[str, bool]]:
-    """b11434's lines from the slots to `listening on`: (line, shown only at -lv 4)."""
+    """b11434's lines from the slots to `listening on`: (line, shown only at -lv 4);
+    `mtp_embd` (the model's embedding width) when it drafts with its own MTP blocks."""
     unified_text = "true" if unified else "false"
     out = [
         (
@@ -52,7 +53,22 @@ def stamped_ready_lines(
             False,
         )
     ]
-    if drafting:
+    if mtp_embd:
+        out += [
+            ("spec common_specu: adding speculative implementation 'draft-mtp'", True),
+            (
+                f"spec common_specu: - n_max={args.draft_max}, n_min=0, p_min=0.00, "
+                f"n_embd={mtp_embd}, backend_sampling=1",
+                True,
+            ),
+            (
+                f"spec common_specu: - gpu_layers=-1, cache_k={args.cache_type_k}, "
+                f"cache_v={args.cache_type_v}, ctx_tgt=yes, ctx_dft=yes, devices=[default]",
+                True,
+            ),
+            (srv("load_model", "speculative decoding context initialized"), True),
+        ]
+    elif drafting:
         out += [
             ("spec common_specu: adding speculative implementation 'draft-simple'", True),
             (f"spec common_specu: - n_max={args.draft_max}, n_min=0, p_min=0.000000", True),

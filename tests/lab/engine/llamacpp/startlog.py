@@ -11,7 +11,10 @@ The stand-in's build (FLEET_LAB_LLAMACPP_BUILD) picks the format:
   KV caches) only at `-lv 4`; at the default verbosity 3 the server's own few lines.
 Either way a model with interleaved sliding-window attention logs its two caches
 (`llama_kv_cache_iswa: creating non-SWA KV cache, ...` then `creating     SWA KV cache`),
-each with its KV buffers and size line. llama.cpp logs to stderr. Widths follow
+each with its KV buffers and size line (the `b11434_cpu_tiny-gemma3_*` corpus logs), and
+b11434's MTP draft context (`--spec-type draft-mtp`) its own llama_context after
+`common_speculative_init_result: creating MTP draft context against the target model`
+(`b11434_cpu_tiny-qwen35moe-mtp_*`). llama.cpp logs to stderr. Widths follow
 llama.cpp's printf formats.
 """
 
@@ -24,7 +27,7 @@ from collections import Counter
 from .args import BUILD as BUILD_NUMBER
 from .args import ServerArgs
 from .gguf import GGML_TYPES, GgufFile, Value
-from .layout import Device, KvCache, Layout
+from .layout import Device, Layout
 
 MiB, GiB = 1 << 20, 1 << 30
 STAMPED_SINCE = 11434  # the first build the stand-in knows in the timestamped format
@@ -99,13 +102,18 @@ def backend_lines(cuda_build: bool, devices: list[Device], wants_gpu: bool) -> l
     elif cuda_build:
         out.append("ggml_cuda_init: failed to initialize CUDA: no CUDA-capable device is detected")
     out.append("load_backend: loaded CPU backend from /app/libggml-cpu-haswell.so")
-    if wants_gpu and not (cuda_build and devices):
-        out += [
-            "warning: no usable GPU found, --gpu-layers option will be ignored",
-            "warning: one possible reason is that llama.cpp was compiled without GPU support",
-            "warning: consult docs/build.md for compilation instructions",
-        ]
-    return out
+    return out + no_gpu_warnings(cuda_build, devices, wants_gpu)
+
+
+def no_gpu_warnings(cuda_build: bool, devices: list[Device], wants_gpu: bool) -> list[str]:
+    """What common/arg.cpp prints for `-ngl` when no GPU can take layers."""
+    if not wants_gpu or (cuda_build and devices):
+        return []
+    return [
+        "warning: no usable GPU found, --gpu-layers option will be ignored",
+        "warning: one possible reason is that llama.cpp was compiled without GPU support",
+        "warning: consult docs/build.md for compilation instructions",
+    ]
 
 
 def build_lines(args: ServerArgs, cuda: bool) -> list[str]:
@@ -204,7 +212,10 @@ def print_info_lines(gguf: GgufFile, vocab: int) -> list[str]:
         info("vocab_only", 0),
         info("n_ctx_train", gguf.hparam("context_length")),
         info("n_embd", embd),
-        info("n_layer", gguf.hparam("block_count")),
+        info(
+            "n_layer", int(gguf.hparam("block_count")) - int(gguf.hparam("nextn_predict_layers", 0))
+        ),
+        *([info("n_layer_all", gguf.hparam("block_count"))] if STAMPED else []),
         info("n_head", heads),
         info("n_head_kv", kv_heads),
         info("n_rot", int(gguf.hparam("rope.dimension_count") or head_k)),
@@ -223,78 +234,20 @@ def print_info_lines(gguf: GgufFile, vocab: int) -> list[str]:
     ]
 
 
-def tensor_lines(lay: Layout, mmap: bool) -> list[str]:
-    """load_tensors: offload and model buffers."""
+def tensor_lines(lay: Layout, mmap: bool, gpu_build: bool = False) -> list[str]:
+    """load_tensors: offload and model buffers. b11434 logs the offload wherever the build
+    can offload (llama_supports_gpu_offload: a GPU is there), also 0 layers; b6100 always."""
     mode = f"load_mode = {'mmap' if mmap else 'none'}" if STAMPED else f"mmap = {str(mmap).lower()}"
     out = [f"load_tensors: loading model tensors, this can take a while... ({mode})"]
     if lay.output_offloaded:
         out.append("load_tensors: offloading output layer to GPU")
-    if lay.gpus:
+    if lay.gpus or (STAMPED and gpu_build):
         out.append(f"load_tensors: offloading {lay.offloaded_repeating} repeating layers to GPU")
-    if lay.gpus or not STAMPED:
+    if lay.gpus or gpu_build or not STAMPED:
         out.append(f"load_tensors: offloaded {lay.offloaded}/{lay.n_layer + 1} layers to GPU")
     for name, nbytes in lay.model.items():
         out.append(f"load_tensors: {name:>12} model buffer size = {mib(nbytes)} MiB")
     return out if STAMPED else [*out, "." * 90]
-
-
-def context_lines(lay: Layout, args: ServerArgs, n_ctx_train: int, freq_base: float) -> list[str]:
-    """llama_context: parameters, output, KV and compute buffers."""
-    params: tuple[tuple[str, object], ...] = (
-        ("n_seq_max", lay.n_seq),
-        ("n_ctx", lay.n_ctx),
-        ("n_ctx_seq", lay.n_ctx_seq),
-        ("n_batch", args.batch_size),
-        ("n_ubatch", args.ubatch_size),
-        ("causal_attn", 1),
-        ("flash_attn", args.flash_attn),
-        ("kv_unified", "true" if lay.n_stream == 1 else "false"),
-        ("freq_base", f"{freq_base:.1f}"),
-        ("freq_scale", 1),
-    )
-    if STAMPED:
-        params += (("n_rs_seq", 0), ("n_outputs_max", lay.n_seq), ("n_outputs_max_per_seq", 1))
-    width = 21 if STAMPED else 13
-    out = ["llama_context: constructing llama_context"]
-    out += [f"llama_context: {key:<{width}} = {value}" for key, value in params]
-    if lay.n_ctx_seq < n_ctx_train:
-        out.append(
-            f"llama_context: n_ctx_seq ({lay.n_ctx_seq}) < n_ctx_train ({n_ctx_train}) "
-            "-- the full capacity of the model will not be utilized"
-        )
-    where, nbytes = lay.output
-    out.append(f"llama_context: {where:>10}  output buffer size = {mib(nbytes)} MiB")
-    for cache in lay.caches:
-        out += kv_lines(lay, cache, len(lay.caches) > 1)
-    for name, size in lay.compute.items():
-        out.append(f"sched_reserve: {name:>10} compute buffer size = {mib(size)} MiB")
-    nodes, splits = lay.n_layer * 39 + 6, len(lay.gpus) + 1 if lay.gpus else 1
-    if STAMPED:
-        out.append(
-            f"sched_reserve: graph: nodes = {nodes}, splits = {splits}, "
-            "input objects = 4, input tensors = 9"
-        )
-    else:
-        out += [f"sched_reserve: graph nodes  = {nodes}", f"sched_reserve: graph splits = {splits}"]
-    return out
-
-
-def kv_lines(lay: Layout, cache: KvCache, iswa: bool) -> list[str]:
-    """One KV cache's buffers and size line (an iswa model's caches each say which)."""
-    out = []
-    if iswa:
-        kind = "    SWA" if cache.swa else "non-SWA"
-        out.append(f"llama_kv_cache_iswa: creating {kind} KV cache, size = {cache.cells} cells")
-    for name, size in sorted(cache.by_device.items(), key=lambda kv: kv[0] == "CPU"):
-        out.append(f"llama_kv_cache: {name:>10} KV buffer size = {mib(size)} MiB")
-    total = cache.k_bytes + cache.v_bytes
-    out.append(
-        f"llama_kv_cache: size = {total / MiB:7.2f} MiB ({cache.cells:6d} cells, "
-        f"{cache.layers:3d} layers, {lay.n_seq:2d}/{lay.n_stream} seqs), "
-        f"K ({lay.type_k}): {cache.k_bytes / MiB:7.2f} MiB, V ({lay.type_v}): "
-        f"{cache.v_bytes / MiB:7.2f} MiB"
-    )
-    return out
 
 
 def slot_lines(n_slots: int, n_ctx_slot: int) -> list[str]:
