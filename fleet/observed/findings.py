@@ -47,6 +47,7 @@ class FindingKind(StrEnum):
     CONFIG_NOT_LIVE = "config-not-live"
     ORPHAN_PROXY = "orphan-proxy"
     TWO_COPIES = "two-copies"
+    TARGETS_DRIFT = "targets-drift"
 
 
 class Finding(CoreModel):

@@ -23,6 +23,7 @@ from fleet.facts.model_files import DiskFree, ModelFile, SourceListing
 from fleet.facts.provenance import RecordedFile
 from fleet.names import COMPOSE_SERVICE_LABEL, hand_seat_name
 from fleet.observed.gateway_config import GatewayConfig
+from fleet.observed.targets import ObservedTargets
 
 
 class ObservedGpu(CoreModel):
@@ -278,6 +279,7 @@ class Observation(CoreModel):
     observed_at: str
     hosts: dict[str, ObservedHost] = Field(default_factory=dict)
     gateway: ObservedGateway | None = None
+    targets: ObservedTargets | None = None
 
     @property
     def live_commit(self) -> str | None:

@@ -2,7 +2,8 @@
 
 Shared by `fleet.plan.plan`, `fleet.plan.aliases`, the reports and apply. An action's
 wave follows from its kind (`WAVE_OF`): model fetches first, then seats, host by host,
-then the gateway once its seats are healthy, then removals; `Action.sort_key` is the
+then the gateway once its seats are healthy, then removals, then Prometheus's targets
+(the ports surges left, the seats removals took away); `Action.sort_key` is the
 one order of a plan.
 """
 
@@ -31,6 +32,7 @@ class ActionKind(StrEnum):
     RETARGET_ALIAS = "retarget-alias"
     REMOVE_ALIAS = "remove-alias"
     RESTART_GATEWAY = "restart-gateway"
+    WRITE_TARGETS = "write-targets"  # Prometheus's target files on the monitoring host
 
 
 class Wave(IntEnum):
@@ -40,11 +42,12 @@ class Wave(IntEnum):
     SEATS = 1
     GATEWAY = 2
     REMOVALS = 3
+    MONITORING = 4
 
     @property
     def title(self) -> str:
         """How reports head the wave."""
-        return {0: "models", 1: "seats", 2: "gateway", 3: "removals"}[self.value]
+        return {0: "models", 1: "seats", 2: "gateway", 3: "removals", 4: "monitoring"}[self.value]
 
 
 WAVE_OF: dict[ActionKind, Wave] = {
@@ -57,6 +60,7 @@ WAVE_OF: dict[ActionKind, Wave] = {
     ActionKind.REMOVE_ALIAS: Wave.GATEWAY,
     ActionKind.RESTART_GATEWAY: Wave.GATEWAY,
     ActionKind.REMOVE_SEAT: Wave.REMOVALS,
+    ActionKind.WRITE_TARGETS: Wave.MONITORING,
 }
 SEAT_CHANGES = frozenset({ActionKind.CREATE_SEAT, ActionKind.REPLACE_SEAT})
 ALIAS_CHANGES = frozenset(

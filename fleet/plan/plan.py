@@ -16,7 +16,7 @@ from fleet.base import CoreModel
 from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
-from fleet.plan import blockers, fetch, fit, served, strategy
+from fleet.plan import blockers, fetch, fit, served, strategy, targets
 from fleet.plan.actions import SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
 from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
@@ -62,11 +62,13 @@ class Plan(CoreModel):
             for k in (ActionKind.ADD_ALIAS, ActionKind.RETARGET_ALIAS, ActionKind.REMOVE_ALIAS)
         )
         fetches = self.count(ActionKind.FETCH_MODEL)
+        files = self.count(ActionKind.WRITE_TARGETS)
         return (
             (f"{fetches} model{'s' if fetches > 1 else ''} to fetch, " if fetches else "")
             + f"{self.count(ActionKind.CREATE_SEAT)} to create, "
             f"{self.count(ActionKind.REPLACE_SEAT)} to replace, "
             f"{self.count(ActionKind.REMOVE_SEAT)} to remove, {aliases} alias changes"
+            + (f", {files} target file{'s' if files > 1 else ''} to write" if files else "")
         )
 
     @property
@@ -104,6 +106,8 @@ def make_plan(
     actions += served.copy_actions(desired, observation, only_seats)
     restart, front_blockers = served.gateway_actions(desired, observation, actions)
     actions += restart
+    writes, target_findings = targets.target_actions(desired, observation, actions)
+    actions += writes
     if not any(a.wave is Wave.GATEWAY for a in actions) and observation.gateway is not None:
         noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))
     actions.sort(key=lambda a: a.sort_key)
@@ -118,7 +122,12 @@ def make_plan(
         blockers=tuple(blockers.find_blockers(desired, observation, actions))
         + tuple(_surge_blockers(desired, actions))
         + tuple(front_blockers),
-        findings=tuple(find_issues(desired, observation)),
+        findings=tuple(
+            sorted(
+                [*find_issues(desired, observation), *target_findings],
+                key=lambda f: (f.kind.value, f.target, f.message),
+            )
+        ),
         drift=drift,
         drift_diff=drift_diff,
         fingerprint=fingerprint(desired, observation, tuple(actions)),

@@ -31,6 +31,7 @@ SYMBOL = {
     ActionKind.REMOVE_SEAT: ("-", "red"),
     ActionKind.REMOVE_COPY: ("-", "red"),
     ActionKind.REMOVE_ALIAS: ("-", "red"),
+    ActionKind.WRITE_TARGETS: ("~", "yellow"),
 }
 Line = tuple[str, str]  # (style, text)
 
@@ -40,6 +41,8 @@ def title(action: Action) -> str:
     noun = action.kind.value.split("-", 1)[1]
     if noun == "gateway":
         return f"restart gateway on {action.host}"
+    if noun == "targets":
+        return f"targets {action.target} on {action.host}"
     if noun == "model":
         return f"model {action.target.rstrip('/').rsplit('/', 1)[-1]} on {action.host}"
     return f"{noun} {action.target}" + (f" on {action.host}" if noun == "seat" else "")

@@ -7,13 +7,14 @@ Cross-file rules (a seat's host exists, aliases are unique, ...) live in `valida
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AliasChoices,
     ConfigDict,
     Field,
     SerializeAsAny,
+    StringConstraints,
     field_validator,
     model_validator,
 )
@@ -30,6 +31,7 @@ from fleet.spec.host_settings import (
     with_settings,
 )
 from fleet.spec.model_origin import ModelOrigin, ModelStore, path_or_mapping, split_model_mapping
+from fleet.spec.monitoring import Exporter, Monitoring
 from fleet.units import ByteSize, Seconds
 
 
@@ -127,6 +129,12 @@ class FleetSettings(CoreModel):
     stores: dict[str, ModelStore] = Field(
         default_factory=dict, description="Model stores seats' `model.source` names."
     )
+    monitoring: Monitoring | None = Field(
+        None, description="Where apply keeps Prometheus's scrape targets of the fleet."
+    )
+
+
+ExporterName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 
 
 class HostSsh(CoreModel):
@@ -177,6 +185,10 @@ class Host(CoreModel):
         None,
         description="Directory of fleet's apply lock and journal on the host [the runtime's: "
         "compose_dir on a compose host, /srv/fleet otherwise].",
+    )
+    exporters: dict[ExporterName, Exporter] = Field(
+        default_factory=dict,
+        description="Metrics exporters the host runs (node, dcgm, ...): name -> {port, path}.",
     )
     settings: SkipJsonSchema[SerializeAsAny[RuntimeSettings]] = Field(
         default_factory=lambda: RUNTIME_SETTINGS["compose"](),

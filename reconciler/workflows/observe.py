@@ -35,6 +35,7 @@ from fleet.spec.models import DesiredFleet, Gateway
 from reconciler.adapters.http import request_via
 from reconciler.host import HostSession, Sessions
 from reconciler.workflows.locks import gone_pid
+from reconciler.workflows.targets import observe_targets
 
 
 def observe_fleet(
@@ -53,7 +54,11 @@ def observe_fleet(
     gateway = None
     if desired.gateway is not None and (hosts is None or desired.gateway.host in names):
         gateway = observe_gateway(desired.gateway, connections)
-    return Observation(observed_at=_now(), hosts=observed, gateway=gateway)
+    monitoring = desired.settings.monitoring
+    watched = None
+    if monitoring is not None and (hosts is None or monitoring.host in names):
+        watched = observe_targets(desired, connections)
+    return Observation(observed_at=_now(), hosts=observed, gateway=gateway, targets=watched)
 
 
 def _now() -> str:
