@@ -13,7 +13,7 @@ Called by `fleet.plan.targets` (what would change) and `reconciler.workflows.tar
 from __future__ import annotations
 
 import json
-from urllib.parse import urlsplit
+import re
 
 from fleet.spec.models import DesiredFleet
 from fleet.spec.monitoring import Monitoring
@@ -26,6 +26,7 @@ SCRAPE = "fleet-scrape-configs.yml"
 CREDENTIALS = "fleet-gateway.credentials"
 JOBS = (("fleet-seats", SEATS), ("fleet-gateway", GATEWAY), ("fleet-exporters", EXPORTERS))
 Group = dict[str, object]
+_URL = re.compile(r"^(?P<scheme>[a-z]+)://(?:[^@/]*@)?(?P<netloc>[^/?#]+)")
 
 
 def seat_groups(desired: DesiredFleet) -> list[Group]:
@@ -51,11 +52,13 @@ def gateway_groups(desired: DesiredFleet) -> list[Group]:
     gateway = desired.gateway
     if gateway is None:
         return []
-    url = urlsplit(gateway.url)
+    url = _URL.match(gateway.url)
+    if url is None:
+        return []
     labels = {"host": gateway.host, "gateway": gateway.kind}
-    if url.scheme == "https":
+    if url["scheme"] == "https":
         labels["__scheme__"] = "https"
-    return [_group(url.netloc, labels)]
+    return [_group(url["netloc"], labels)]
 
 
 def exporter_groups(desired: DesiredFleet) -> list[Group]:

@@ -76,5 +76,5 @@ def check_monitoring(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
                 yield src.problem(
                     f"hosts/{host.name}.yaml",
                     where,
-                    f"port {exporter.port} is already exporter {other!r}'s",
+                    f"exporter {other!r} has port {exporter.port} too",
                 )

@@ -13,13 +13,16 @@ from __future__ import annotations
 import os
 import re
 import shlex
+from typing import TYPE_CHECKING
 
 from fleet.errors import ApplyError, FleetError
 from fleet.observed.targets import ObservedTargets
 from fleet.render import targets as rendered
 from fleet.spec.models import DesiredFleet
 from reconciler.host import Sessions
-from reconciler.workflows.wave_run import Reporter
+
+if TYPE_CHECKING:  # observe needs none of apply's machinery (ruamel among it)
+    from reconciler.workflows.wave_run import Reporter
 
 _REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
