@@ -22,22 +22,36 @@ repeated here.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import git
 import pytest
 
+from fleet.errors import HostUnreachable
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.yamltext import dump_yaml, make_yaml
-from tests.integration.helpers import FleetRepo, apply, chat, make_repo
+from tests.dashboard import load_generator
+from tests.integration.helpers import (
+    FleetRepo,
+    _prune_gateway,
+    apply,
+    chat,
+    make_repo,
+    request_url,
+)
 from tests.lab.lab import Lab
 from tests.lab.load import ClientLoad, LoadReport
-from tests.waiting import wait_until
+from tests.waiting import poll, wait_until
 
 pytestmark = pytest.mark.lab
 LOADED = ["chat", "coder"]
@@ -299,3 +313,151 @@ def test_an_apply_killed_at_its_worst_boundaries_is_finished_by_the_next_plain_o
     assert lab.run("tower", f"test -e {LOCK} || echo none").stdout.strip() == "none"
     assert fleet.fleet("plan").returncode == 0
     assert fleet.fleet("check").returncode == 0
+
+
+PROMETHEUS_DIR = "/srv/fleet/prometheus-lab"  # on the gateway host: its config, data, log
+EXPORTER = Path(__file__).resolve().parents[1] / "lab" / "runtime" / "exporter.py"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def prometheus_query(url: str, path: str) -> Any:
+    reply = request_url(f"{url}{path}", timeout=10)
+    assert reply.status == 200, reply.body
+    return json.loads(reply.body)["data"]
+
+
+def monitor(fleet: FleetRepo, listen: str) -> None:
+    """Declare the monitoring (Prometheus on the gateway host, fleet's --listen) and the
+    tower's exporters; coder gains ngram drafting (a surge to its other port, with the
+    spec-decode counters), reason goes. Committed."""
+    fleet_yaml, tower = fleet.desired / "fleet.yaml", fleet.desired / "hosts" / "tower.yaml"
+    fleet_yaml.write_text(
+        fleet_yaml.read_text() + "monitoring:\n  host: gateway\n"
+        f"  targets_dir: /srv/fleet/prometheus\n  fleet_target: {listen}\n"
+    )
+    tower.write_text(tower.read_text() + "exporters:\n  node: {port: 9100}\n  dcgm: {port: 9400}\n")
+    coder = fleet.desired / "seats" / "coder.yaml"
+    text = coder.read_text().replace("\nstrategy: recreate", "")
+    coder.write_text(text + "speculative: {method: ngram, num_tokens: 3}\n")
+    (fleet.desired / "seats" / "reason.yaml").unlink()
+    _prune_gateway(fleet.desired)
+    fleet.commit("monitoring; coder drafts with ngram; reason goes")
+
+
+def start_prometheus(lab: Lab, address: str) -> int:
+    """Debian's Prometheus on the gateway host, reading the scrape configs apply wrote
+    (2.42 has no scrape_config_files: they are its prometheus.yml, after a global block)."""
+    host = lab.gateway_host
+    assert host is not None
+    folder = host.compose_dir / "prometheus-lab"
+    folder.mkdir(exist_ok=True)
+    scrape = (host.compose_dir / "prometheus" / "fleet-scrape-configs.yml").read_text()
+    (folder / "prometheus.yml").write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n" + scrape
+    )
+    started = lab.run(
+        host.name,
+        f"setsid prometheus --config.file={PROMETHEUS_DIR}/prometheus.yml "
+        f"--storage.tsdb.path={PROMETHEUS_DIR}/data --web.listen-address={address} "
+        f"> {PROMETHEUS_DIR}/log 2>&1 < /dev/null & echo $!",
+        check=True,
+    )
+    return int(started.stdout.split()[-1])
+
+
+def test_prometheus_scrapes_the_targets_apply_writes_and_answers_every_panel(
+    fleet: FleetRepo,
+) -> None:
+    """After apply, the lab's Prometheus (on the gateway host, reading fleet's scrape
+    configs and target files) has every seat, the gateway (with its bearer token), the
+    tower's exporters and fleet's own --listen up; the surged seat is scraped on its new
+    port, the removed seat not at all; every dashboard panel's query returns data."""
+    lab, started = fleet.lab, time.monotonic()
+    host, tower = lab.gateway_host, lab.hosts["tower"]
+    assert host is not None
+    config = lab.gateway_config()
+    assert "litellm_settings:\n" in config
+    # the proxy exports its metrics (behind its master key) once a new one loads this config
+    lab.set_gateway_config(
+        config.replace("litellm_settings:\n", "litellm_settings:\n  callbacks: [prometheus]\n", 1)
+    )
+    listen = f"127.0.0.1:{free_port()}"
+    monitor(fleet, listen)
+    plan = fleet.fleet("plan", "--prune")
+    assert "Wave 4: monitoring" in plan.stdout, plan.stdout
+    assert re.search(rf"~ seat reason: {tower.address}:\d+ -> none", plan.stdout), plan.stdout
+    moved = re.search(rf"~ seat coder: {tower.address}:(\d+) -> {tower.address}:(\d+)", plan.stdout)
+    assert moved is not None, plan.stdout
+    apply(fleet, "--prune")
+    # a committed measurement of coder: the loop exports it and its baseline
+    bench = fleet.fleet("bench", "--write", "--seat", "coder", "--runs", "1", "--max-tokens", "16")
+    assert bench.returncode == 0, bench.stdout + bench.stderr
+    exporters = [
+        subprocess.Popen(
+            [sys.executable, str(EXPORTER), kind, tower.address, port, "tower", str(tower.gpu_dir)]
+        )
+        for kind, port in (("node", "9100"), ("dcgm", "9400"))
+    ]
+    loop = subprocess.Popen(
+        [sys.executable, "-m", "reconciler", "reconcile", "--interval", "600", "--listen", listen],
+        cwd=fleet.root,
+        env={**os.environ, **lab.env()},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    address = f"{host.address}:9090"
+    pid = start_prometheus(lab, address)
+    url = f"http://{address}"
+    try:
+
+        def targets() -> dict[tuple[str, str], dict[str, Any]] | None:
+            try:
+                active = prometheus_query(url, "/api/v1/targets")["activeTargets"]
+            except (HostUnreachable, AssertionError):
+                return None
+            found = {
+                (
+                    t["labels"]["job"],
+                    t["labels"].get("seat") or t["labels"].get("exporter") or "",
+                ): t
+                for t in active
+            }
+            return found if len(found) == 5 and all(t["health"] == "up" for t in active) else None
+
+        up = wait_until(targets, 60, "every target up in the lab's Prometheus", interval=0.5)
+        assert set(up) == {
+            ("fleet-seats", "coder"),
+            ("fleet-gateway", ""),
+            ("fleet-exporters", "node"),
+            ("fleet-exporters", "dcgm"),
+            ("fleet", ""),
+        }  # reason's target went with it
+        assert up[("fleet-seats", "coder")]["labels"]["instance"] == f"{tower.address}:{moved[2]}"
+        assert "fleet-tower-coder-b-1" in containers(lab) or moved[2] == "8030"
+        print(f"targets up {time.monotonic() - started:.1f} s into the test")
+        status, body = chat(lab, "coder")  # through the gateway: its counters and coder's
+        assert status == 200, body
+        generator = load_generator()
+
+        missing: list[str] = []
+
+        def answered() -> bool:
+            missing[:] = [
+                f"{title}: {query}"
+                for title, query in generator.queries()
+                if not prometheus_query(url, f"/api/v1/query?query={quote(query)}")["result"]
+            ]
+            return not missing
+
+        assert poll(answered, 60, interval=1.0), "no data for:\n" + "\n".join(missing)
+    finally:
+        lab.run(host.name, f"kill {pid}")
+        for process in (*exporters, loop):
+            process.terminate()
+            process.wait(timeout=60)
+    print(f"monitoring test took {time.monotonic() - started:.1f} s")

@@ -4,27 +4,16 @@ tests/integration/test_gateway_bluegreen_lab.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from types import ModuleType
 
 import pytest
 import yaml
 
-GENERATOR = Path(__file__).resolve().parents[2] / "deploy" / "grafana" / "generate.py"
-
-
-def load_generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fleet_grafana_generate", GENERATOR)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
+from tests.dashboard import load_generator
 
 
 @pytest.fixture(scope="module")
