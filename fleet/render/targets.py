@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 
+from fleet.gateways import kind_of
 from fleet.spec.models import DesiredFleet
 from fleet.spec.monitoring import Monitoring
 
@@ -58,6 +59,9 @@ def gateway_groups(desired: DesiredFleet) -> list[Group]:
     labels = {"host": gateway.host, "gateway": gateway.kind}
     if url["scheme"] == "https":
         labels["__scheme__"] = "https"
+    path = kind_of(gateway).metrics_path
+    if path != "/metrics":
+        labels["__metrics_path__"] = path
     return [_group(url["netloc"], labels)]
 
 

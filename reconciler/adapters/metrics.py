@@ -24,7 +24,6 @@ from fleet.observed.findings import Finding
 from fleet.observed.models import Observation
 from fleet.plan.plan import Plan
 
-
 APPLY_RESULTS = ("succeeded", "rolled-back")
 
 

@@ -77,7 +77,10 @@ def test_a_seat_on_its_second_port_is_scraped_there() -> None:
         (
             targets.GATEWAY,
             "litellm",
-            (["127.0.0.13:4000"], {"gateway": "litellm", "host": "gateway"}),
+            (
+                ["127.0.0.13:4000"],
+                {"__metrics_path__": "/metrics/", "gateway": "litellm", "host": "gateway"},
+            ),
         ),
         (targets.SELF, "fleet", (["127.0.0.13:9464"], {"fleet": "lab-fleet"})),
     ],
