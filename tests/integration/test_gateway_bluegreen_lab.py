@@ -351,6 +351,10 @@ def surge_coder_and_drop_reason(fleet: FleetRepo) -> None:
     coder.write_text(text + "speculative: {method: ngram, num_tokens: 3}\n")
     (fleet.desired / "seats" / "reason.yaml").unlink()
     _prune_gateway(fleet.desired)
+    yaml, path = make_yaml(), fleet.desired / "gateway.yaml"
+    gateway = yaml.load(path.read_text())
+    gateway.get("alias_params", {}).pop("coder", None)  # the typo'd model a test above left
+    path.write_text(dump_yaml(gateway))
     fleet.commit("coder drafts with ngram; reason goes")
 
 
