@@ -42,7 +42,11 @@ def target_actions(
     now = rendered.render_targets(desired)
     planned = rendered.render_targets(after_surges(desired, actions))
     findings = [
-        _finding(seen.host, f"{seen.folder}/{name}", _drift(seen.files.get(name)))
+        _finding(
+            seen.host,
+            f"{seen.folder}/{name}",
+            f"Prometheus's target file {_drift(seen.files.get(name))}",
+        )
         for name, text in sorted(now.items())
         if seen.files.get(name) != text
     ]
@@ -89,6 +93,6 @@ def _finding(host: str, path: str, message: str, severity: Severity = Severity.W
     return Finding(
         kind=FindingKind.TARGETS_DRIFT,
         target=f"{host}:{path}",
-        message=message if message.startswith("cannot") else f"Prometheus's target file {message}",
+        message=message,
         severity=severity,
     )

@@ -119,3 +119,12 @@ def test_the_scrape_configs_pass_promtool(tmp_path: Path) -> None:
     text = (folder / targets.SCRAPE).read_text()
     assert f"credentials_file: {folder}/{targets.CREDENTIALS}" in text
     assert text.count("job_name:") == 4
+
+
+def test_a_gateway_behind_https_is_scraped_over_https() -> None:
+    desired = example()
+    assert desired.gateway is not None
+    gateway = desired.gateway.model_copy(update={"url": "https://llm.example.org:8443/v1"})
+    served = groups(desired.model_copy(update={"gateway": gateway}), targets.GATEWAY)["litellm"]
+    assert served[0] == ["llm.example.org:8443"]
+    assert served[1]["__scheme__"] == "https"
