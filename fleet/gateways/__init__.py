@@ -33,6 +33,7 @@ class GatewayKind(Protocol):
     readiness_path: str  # GET: 200 once the proxy serves
     models_path: str  # GET: the aliases it lists
     routes_path: str | None  # GET: each alias it serves and its backend (None: no such page)
+    metrics_path: str  # GET: its Prometheus metrics, as Prometheus scrapes it
 
     def served_routes(self, body: Any) -> dict[str, str | None] | None:
         """alias -> api_base of a routes_path answer (None: not such an answer)."""
@@ -82,6 +83,7 @@ class GatewayKindBase:
 
     settings: type[KindSettings] = KindSettings
     routes_path: str | None = None
+    metrics_path: str = "/metrics"
 
     def headers(self, key: str | None) -> dict[str, str]:
         """No header: the proxy takes no key."""

@@ -53,6 +53,7 @@ class FindingKind(StrEnum):
     CLIENT_NOT_AT_GATEWAY = "client-not-at-gateway"
     UNDECLARED_CLIENT = "undeclared-client"
     KEY_FILE_UNREADABLE = "key-file-unreadable"
+    TARGETS_DRIFT = "targets-drift"
 
 
 class Finding(CoreModel):

@@ -25,6 +25,7 @@ from fleet.facts.model_files import DiskFree, ModelFile, SourceListing
 from fleet.facts.provenance import RecordedFile
 from fleet.names import COMPOSE_SERVICE_LABEL, hand_seat_name
 from fleet.observed.gateway_config import GatewayConfig
+from fleet.observed.targets import ObservedTargets
 
 
 class ObservedGpu(CoreModel):
@@ -312,6 +313,7 @@ class Observation(CoreModel):
     clients: dict[str, ObservedClient] = Field(
         default_factory=dict, description="each reachable client's delivered key, as a hash"
     )
+    targets: ObservedTargets | None = None
 
     @property
     def live_commit(self) -> str | None:

@@ -2,7 +2,8 @@
 
 Shared by `fleet.plan.plan`, `fleet.plan.aliases`, the reports and apply. An action's
 wave follows from its kind (`WAVE_OF`): model fetches first, then seats, host by host,
-then the gateway once its seats are healthy, then removals, then clients' keys;
+then the gateway once its seats are healthy, then removals, then clients' keys, then
+Prometheus's targets (the ports surges left, the seats removals took away);
 `Action.sort_key` is the one order of a plan.
 """
 
@@ -35,6 +36,7 @@ class ActionKind(StrEnum):
     UPDATE_CLIENT = "update-client"  # its aliases or limits at the gateway, same key
     REKEY_CLIENT = "rekey-client"  # a new key: rotation due, or the delivered one drifted
     REVOKE_CLIENT = "revoke-client"  # its hashes leave the gateway: refused at once
+    WRITE_TARGETS = "write-targets"  # Prometheus's target files on the monitoring host
 
 
 class Wave(IntEnum):
@@ -45,11 +47,19 @@ class Wave(IntEnum):
     GATEWAY = 2
     REMOVALS = 3
     CLIENTS = 4  # keys are verified through the front once every alias serves as desired
+    MONITORING = 5  # target files follow the ports the seats were left on
 
     @property
     def title(self) -> str:
         """How reports head the wave."""
-        return {0: "models", 1: "seats", 2: "gateway", 3: "removals", 4: "clients"}[self.value]
+        return {
+            0: "models",
+            1: "seats",
+            2: "gateway",
+            3: "removals",
+            4: "clients",
+            5: "monitoring",
+        }[self.value]
 
 
 WAVE_OF: dict[ActionKind, Wave] = {
@@ -66,6 +76,7 @@ WAVE_OF: dict[ActionKind, Wave] = {
     ActionKind.UPDATE_CLIENT: Wave.CLIENTS,
     ActionKind.REKEY_CLIENT: Wave.CLIENTS,
     ActionKind.REVOKE_CLIENT: Wave.CLIENTS,
+    ActionKind.WRITE_TARGETS: Wave.MONITORING,
 }
 CLIENT_CHANGES = frozenset(k for k, wave in WAVE_OF.items() if wave is Wave.CLIENTS)
 SEAT_CHANGES = frozenset({ActionKind.CREATE_SEAT, ActionKind.REPLACE_SEAT})

@@ -16,7 +16,7 @@ from fleet.base import CoreModel
 from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
-from fleet.plan import blockers, clients, fetch, fit, served, strategy
+from fleet.plan import blockers, clients, fetch, fit, served, strategy, targets
 from fleet.plan.actions import CLIENT_CHANGES, SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
 from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
@@ -63,12 +63,14 @@ class Plan(CoreModel):
         )
         fetches = self.count(ActionKind.FETCH_MODEL)
         keys = sum(1 for a in self.actions if a.kind in CLIENT_CHANGES)
+        files = self.count(ActionKind.WRITE_TARGETS)
         return (
             (f"{fetches} model{'s' if fetches > 1 else ''} to fetch, " if fetches else "")
             + f"{self.count(ActionKind.CREATE_SEAT)} to create, "
             f"{self.count(ActionKind.REPLACE_SEAT)} to replace, "
             f"{self.count(ActionKind.REMOVE_SEAT)} to remove, {aliases} alias changes"
             + (f", {keys} client change{'s' if keys > 1 else ''}" if keys else "")
+            + (f", {files} target file{'s' if files > 1 else ''} to write" if files else "")
         )
 
     @property
@@ -111,6 +113,8 @@ def make_plan(
         actions.append(module)
     keyed, key_blockers = ([], []) if only_seats else clients.client_actions(desired, observation)
     actions += keyed
+    writes, target_findings = targets.target_actions(desired, observation, actions)
+    actions += writes
     if not any(a.wave is Wave.GATEWAY for a in actions) and observation.gateway is not None:
         noops.append(NoOp(target="gateway", reason="every alias routes as desired/ says"))
     actions.sort(key=lambda a: a.sort_key)
@@ -126,7 +130,12 @@ def make_plan(
         + tuple(_surge_blockers(desired, actions))
         + tuple(front_blockers)
         + tuple(key_blockers),
-        findings=tuple(find_issues(desired, observation)),
+        findings=tuple(
+            sorted(
+                [*find_issues(desired, observation), *target_findings],
+                key=lambda f: (f.kind.value, f.target, f.message),
+            )
+        ),
         drift=drift,
         drift_diff=drift_diff,
         fingerprint=fingerprint(desired, observation, tuple(actions)),

@@ -35,6 +35,7 @@ SYMBOL = {
     ActionKind.UPDATE_CLIENT: ("~", "yellow"),
     ActionKind.REKEY_CLIENT: ("~", "yellow"),
     ActionKind.REVOKE_CLIENT: ("-", "red"),
+    ActionKind.WRITE_TARGETS: ("~", "yellow"),
 }
 Line = tuple[str, str]  # (style, text)
 
@@ -46,6 +47,8 @@ def title(action: Action) -> str:
         return f"client {action.target}: {action.reasons[0] if action.reasons else ''}"
     if noun == "gateway":
         return f"restart gateway on {action.host}"
+    if noun == "targets":
+        return f"targets {action.target} on {action.host}"
     if noun == "model":
         return f"model {action.target.rstrip('/').rsplit('/', 1)[-1]} on {action.host}"
     return f"{noun} {action.target}" + (f" on {action.host}" if noun == "seat" else "")

@@ -13,6 +13,7 @@ from pydantic import Field
 
 from fleet.base import CoreModel
 from fleet.spec.model_origin import ModelStore
+from fleet.spec.monitoring import Monitoring
 from fleet.units import Seconds
 
 
@@ -109,4 +110,7 @@ class FleetSettings(CoreModel):
     reconcile: ReconcileSettings = ReconcileSettings()
     stores: dict[str, ModelStore] = Field(
         default_factory=dict, description="Model stores seats' `model.source` names."
+    )
+    monitoring: Monitoring | None = Field(
+        None, description="Where apply keeps Prometheus's scrape targets of the fleet."
     )

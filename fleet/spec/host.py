@@ -6,7 +6,16 @@ are not the neutral ones are the host's runtime's (`fleet.spec.host_settings`).
 
 from __future__ import annotations
 
-from pydantic import ConfigDict, Field, SerializeAsAny, field_validator, model_validator
+from typing import Annotated
+
+from pydantic import (
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    StringConstraints,
+    field_validator,
+    model_validator,
+)
 from pydantic.json_schema import SkipJsonSchema
 
 from fleet.base import CoreModel
@@ -17,7 +26,10 @@ from fleet.spec.host_settings import (
     default_settings,
     settings_schema,
 )
+from fleet.spec.monitoring import Exporter
 from fleet.units import ByteSize
+
+ExporterName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_-]{0,31}$")]
 
 
 class HostSsh(CoreModel):
@@ -71,6 +83,10 @@ class Host(WithSettings):
         None,
         description="Directory of fleet's apply lock and journal on the host [the runtime's: "
         "compose_dir on a compose host, /srv/fleet otherwise].",
+    )
+    exporters: dict[ExporterName, Exporter] = Field(
+        default_factory=dict,
+        description="Metrics exporters the host runs (node, dcgm, ...): name -> {port, path}.",
     )
     settings: SkipJsonSchema[SerializeAsAny[RuntimeSettings]] = Field(
         default_factory=lambda: default_settings(RUNTIME_SETTINGS, "compose", RuntimeSettings),

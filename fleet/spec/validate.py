@@ -15,6 +15,7 @@ from fleet.spec.images import parse_image
 from fleet.spec.load import LoadedFleet, Sources
 from fleet.spec.model_rules import check_model_origins
 from fleet.spec.models import SECOND_COPY, ConcurrencyBand, DesiredFleet, ImagePolicy, Seat
+from fleet.spec.monitoring import check_monitoring
 from fleet.spec.problems import Problem, sort_problems
 from fleet.spec.seat_rules import check_memory, check_speculative, seat_file
 from fleet.spec.shapes import check_control_characters, check_shapes
@@ -254,4 +255,5 @@ RULES: tuple[Rule, ...] = (
     check_model_origins,
     check_shapes,
     check_clients,
+    check_monitoring,
 )

@@ -21,11 +21,13 @@ from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from fleet.errors import FleetError
 from fleet.facts.engine_metrics import EngineLoad
-from fleet.observed.bench import BenchRecord, BenchResult, latest
+from fleet.observed.bench import BenchRecord, BenchResult, baseline_of, latest
 from fleet.observed.findings import Finding
 from fleet.observed.models import Observation
 from fleet.plan.plan import Plan
 from reconciler.adapters.dashboard import HEADERS, Dashboard
+
+APPLY_RESULTS = ("succeeded", "rolled-back")
 
 
 class FleetMetrics:
@@ -39,6 +41,9 @@ class FleetMetrics:
         )
         self.seat_up = Gauge(
             "fleet_seat_up", "1 when the seat's container runs", ["seat", "host"], registry=r
+        )
+        self.host_up = Gauge(
+            "fleet_host_up", "1 when the host answered the last observation", ["host"], registry=r
         )
         self.in_sync = Gauge(
             "fleet_seat_in_sync", "1 when plan has nothing to do for the seat", ["seat"], registry=r
@@ -83,6 +88,8 @@ class FleetMetrics:
             "fleet_reconcile_consecutive_failures", "cycles failed in a row", registry=r
         )
         self.applies = Counter("fleet_apply", "applies by result", ["result"], registry=r)
+        for result in APPLY_RESULTS:  # present from the start: increase() sees the first one
+            self.applies.labels(result)
         self.heals = Counter("fleet_heal", "seats healed by reason", ["seat", "reason"], registry=r)
         bench = ["seat", "host", "via"]
         self.bench_decode = Gauge(
@@ -97,6 +104,12 @@ class FleetMetrics:
         self.bench_ratio = Gauge(
             "fleet_bench_baseline_ratio",
             "the newest measurement / its committed baseline",
+            bench,
+            registry=r,
+        )
+        self.bench_baseline = Gauge(
+            "fleet_bench_baseline_decode_tokens_per_second",
+            "the decode median of the committed baseline the newest measurement is judged by",
             bench,
             registry=r,
         )
@@ -117,6 +130,7 @@ class FleetMetrics:
         for gauge in (
             self.info,
             self.seat_up,
+            self.host_up,
             self.in_sync,
             self.kv_tokens,
             self.concurrency,
@@ -131,6 +145,7 @@ class FleetMetrics:
         self.info.labels(plan.desired_commit or "", observation.live_commit or "").set(1)
         changing = {a.target for a in plan.actions}
         for host in observation.hosts.values():
+            self.host_up.labels(host.name).set(1 if host.reachable else 0)
             for seat in (s for s in host.seats if s.managed or s.name in bands):
                 self.seat_up.labels(seat.name, host.name).set(1 if seat.instance.running else 0)
                 self.in_sync.labels(seat.name).set(0 if seat.name in changing else 1)
@@ -162,7 +177,13 @@ class FleetMetrics:
         findings: Sequence[Finding] = (),
     ) -> None:
         """Set the bench gauges, and the findings (the cycle's plus the loop's bench)."""
-        for gauge in (self.findings, self.bench_decode, self.bench_ttft, self.bench_ratio):
+        for gauge in (
+            self.findings,
+            self.bench_decode,
+            self.bench_ttft,
+            self.bench_ratio,
+            self.bench_baseline,
+        ):
             gauge.clear()
         for finding in (*self._plan_findings, *findings):
             self.findings.labels(finding.severity.value).inc()
@@ -174,6 +195,9 @@ class FleetMetrics:
                 self.bench_ttft.labels(*labels).set(result.ttft_s)
             if result.baseline_ratio is not None:
                 self.bench_ratio.labels(*labels).set(result.baseline_ratio)
+            baseline = baseline_of(bench, name, result.spec_hash)
+            if baseline is not None and baseline.decode_tok_s:
+                self.bench_baseline.labels(*labels).set(baseline.decode_tok_s.median)
 
     def _gateway(self, observation: Observation) -> None:
         gateway = observation.gateway

@@ -1,5 +1,5 @@
 """Execute a plan: model fetches (`reconciler.workflows.fetch`), seats behind health gates
-(hosts concurrently), the gateway, removals.
+(hosts concurrently), the gateway, removals, Prometheus's target files.
 
 Called by `fleet apply`. Every touched host is locked first. A seat counts as changed only
 once its health gate passes; gateway aliases move only after their seats are healthy. On
@@ -24,7 +24,7 @@ from fleet.spec.models import SECOND_COPY, DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
-from reconciler.workflows import failpoint, locks
+from reconciler.workflows import failpoint, locks, targets
 from reconciler.workflows import gateway as gateway_ops
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.client_apply import KeyOptions, Show, apply_client_wave
@@ -65,6 +65,8 @@ def apply_plan(
         )
     if desired.gateway and any(a.wave is Wave.GATEWAY for a in plan.actions):
         gateway_ops.master_key(desired.gateway)  # an unset key fails before anything changes
+    if any(a.wave is Wave.MONITORING for a in plan.actions):
+        targets.gateway_token(desired)  # so does the gateway's scrape credentials
     desired = as_planned(desired, plan.live_on_second)
     hosts = sorted({a.host for a in plan.actions})
     taken = take_locks(desired, connections, hosts, plan, reporter)
@@ -166,6 +168,10 @@ def _run(
             lambda: apply_client_wave(
                 _after_surges(desired, undo), connections, plan.actions, options.keys(), reporter
             ),
+        ),
+        (
+            Wave.MONITORING,
+            lambda: _apply_targets(_after_surges(desired, undo), connections, plan, reporter),
         ),
     ]
     try:
@@ -272,6 +278,16 @@ def _apply_gateway(
         for a in group
         if a.kind is not ActionKind.RESTART_GATEWAY
     ]
+
+
+def _apply_targets(
+    desired: DesiredFleet, connections: Sessions, plan: Plan, reporter: Reporter
+) -> list[str]:
+    """Prometheus's target files, from desired/ as this apply left it (surged seats on
+    their new ports, removed seats gone), when the plan writes any."""
+    if not any(a.wave is Wave.MONITORING for a in plan.actions):
+        return []
+    return targets.write_targets(desired, connections, reporter)
 
 
 def _needs_restart(group: list[Action], undo: Undo) -> bool:

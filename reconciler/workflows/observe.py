@@ -36,6 +36,7 @@ from reconciler.adapters.http import request_via
 from reconciler.host import HostSession, Sessions
 from reconciler.workflows.client_observe import observe_clients, observe_keys
 from reconciler.workflows.locks import gone_pid
+from reconciler.workflows.targets import observe_targets
 
 
 def observe_fleet(
@@ -57,7 +58,13 @@ def observe_fleet(
     if desired.gateway is not None and (hosts is None or desired.gateway.host in names):
         gateway = observe_gateway(desired.gateway, connections)
     clients = observe_clients(desired, connections) if hosts is None else {}
-    return Observation(observed_at=_now(), hosts=observed, gateway=gateway, clients=clients)
+    monitoring = desired.settings.monitoring
+    watched = None
+    if monitoring is not None and (hosts is None or monitoring.host in names):
+        watched = observe_targets(desired, connections)
+    return Observation(
+        observed_at=_now(), hosts=observed, gateway=gateway, clients=clients, targets=watched
+    )
 
 
 def _now() -> str:

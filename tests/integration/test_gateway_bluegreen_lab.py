@@ -27,25 +27,37 @@ repeated here.
 
 from __future__ import annotations
 
+import json
 import os
 import pty
 import re
 import signal
+import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import git
 import pytest
 
+from fleet.errors import HostUnreachable
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.yamltext import dump_yaml, make_yaml
-from tests.integration.helpers import FleetRepo, apply, chat, make_repo, request_url
+from tests.dashboard import load_generator
+from tests.integration.helpers import (
+    FleetRepo,
+    _prune_gateway,
+    apply,
+    chat,
+    make_repo,
+    request_url,
+)
 from tests.lab.lab import Lab
 from tests.lab.load import ClientLoad, LoadReport
-from tests.waiting import wait_until
+from tests.waiting import poll, wait_until
 
 pytestmark = pytest.mark.lab
 LOADED = ["chat", "coder"]
@@ -494,3 +506,214 @@ def test_no_issued_key_is_anywhere_but_its_own_file(fleet: FleetRepo) -> None:
     assert len(ISSUED) >= 5
     leaks = [k[:12] for k in sorted(ISSUED) if any(k in text for text in texts)]
     assert leaks == [], f"issued keys found outside their files: {leaks}"
+
+
+PROMETHEUS_DIR = "/srv/fleet/prometheus-lab"  # on the gateway host: its config, data, log
+EXPORTER = Path(__file__).resolve().parents[1] / "lab" / "runtime" / "exporter.py"
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def prometheus_query(url: str, path: str) -> Any:
+    reply = request_url(f"{url}{path}", timeout=10)
+    assert reply.status == 200, reply.body
+    return json.loads(reply.body)["data"]
+
+
+def monitor(fleet: FleetRepo, listen: str) -> None:
+    """Declare the monitoring (Prometheus on the gateway host, fleet's --listen) and the
+    tower's exporters. Committed."""
+    fleet_yaml, tower = fleet.desired / "fleet.yaml", fleet.desired / "hosts" / "tower.yaml"
+    fleet_yaml.write_text(
+        fleet_yaml.read_text() + "monitoring:\n  host: gateway\n"
+        f"  targets_dir: /srv/fleet/prometheus\n  fleet_target: {listen}\n"
+    )
+    tower.write_text(tower.read_text() + "exporters:\n  node: {port: 9100}\n  dcgm: {port: 9400}\n")
+    fleet.commit("monitoring")
+
+
+def surge_coder_and_drop_reason(fleet: FleetRepo) -> None:
+    """coder gains ngram drafting (a surge to its other port, with the spec-decode
+    counters), reason goes. Committed."""
+    coder = fleet.desired / "seats" / "coder.yaml"
+    text = coder.read_text().replace("\nstrategy: recreate", "")
+    coder.write_text(text + "speculative: {method: ngram, num_tokens: 3}\n")
+    (fleet.desired / "seats" / "reason.yaml").unlink()
+    _prune_gateway(fleet.desired)
+    yaml, path = make_yaml(), fleet.desired / "gateway.yaml"
+    gateway = yaml.load(path.read_text())
+    gateway.get("alias_params", {}).pop("coder", None)  # the typo'd model a test above left
+    path.write_text(dump_yaml(gateway))
+    fleet.commit("coder drafts with ngram; reason goes")
+
+
+def start_prometheus(lab: Lab, address: str) -> int:
+    """Debian's Prometheus on the gateway host, reading the scrape configs apply wrote
+    (2.42 has no scrape_config_files: they are its prometheus.yml, after a global block)."""
+    host = lab.gateway_host
+    assert host is not None
+    folder = host.compose_dir / "prometheus-lab"
+    folder.mkdir(exist_ok=True)
+    scrape = (host.compose_dir / "prometheus" / "fleet-scrape-configs.yml").read_text()
+    (folder / "prometheus.yml").write_text(
+        "global: {scrape_interval: 1s, evaluation_interval: 1s}\n" + scrape
+    )
+    started = lab.run(
+        host.name,
+        f"setsid prometheus --config.file={PROMETHEUS_DIR}/prometheus.yml "
+        f"--storage.tsdb.path={PROMETHEUS_DIR}/data --web.listen-address={address} "
+        f"> {PROMETHEUS_DIR}/log 2>&1 < /dev/null & echo $!",
+        check=True,
+    )
+    return int(started.stdout.split()[-1])
+
+
+def scraped(url: str) -> dict[tuple[str, str], dict[str, Any]]:
+    """The lab Prometheus's active targets by (job, seat or exporter); {} if it is not up."""
+    try:
+        active = prometheus_query(url, "/api/v1/targets")["activeTargets"]
+    except (HostUnreachable, AssertionError):
+        return {}
+    labels = [t["labels"] for t in active]
+    keys = [(x["job"], x.get("seat") or x.get("exporter") or "") for x in labels]
+    return dict(zip(keys, active, strict=True))
+
+
+def all_up(url: str, wanted: set[tuple[str, str]]) -> dict[tuple[str, str], dict[str, Any]] | None:
+    found = scraped(url)
+    healthy = set(found) == wanted and all(t["health"] == "up" for t in found.values())
+    return found if healthy else None
+
+
+def test_prometheus_scrapes_the_targets_apply_writes_and_answers_every_panel(
+    fleet: FleetRepo,
+) -> None:
+    """After apply, the lab's Prometheus (on the gateway host, reading fleet's scrape
+    configs and target files) has every seat up; after a surge and a removal, the surged
+    seat is scraped on its new port, the removed one not at all, and the gateway (with
+    its bearer token), the tower's exporters and fleet's own --listen are up; every
+    dashboard panel's query returns data."""
+    lab, started = fleet.lab, time.monotonic()
+    host, tower = lab.gateway_host, lab.hosts["tower"]
+    assert host is not None
+    config = lab.gateway_config()
+    assert "litellm_settings:\n" in config
+    # the next proxy exports its metrics (behind its master key): LiteLLM's own callback
+    callbacks = "litellm_settings:\n  callbacks: [prometheus]\n"
+    lab.set_gateway_config(config.replace("litellm_settings:\n", callbacks, 1))
+    listen = f"127.0.0.1:{free_port()}"
+    monitor(fleet, listen)
+    plan = fleet.fleet("plan")
+    assert "Wave 4: monitoring" in plan.stdout, plan.stdout
+    assert re.search(rf"~ seat reason: none -> {tower.address}:\d+", plan.stdout), plan.stdout
+    apply(fleet)
+    address = f"{host.address}:9090"
+    url, pid = f"http://{address}", start_prometheus(lab, address)
+    exporters: list[subprocess.Popen[bytes]] = []
+    loop: subprocess.Popen[bytes] | None = None
+    try:
+        seats = {("fleet-seats", "coder"), ("fleet-seats", "reason")}
+        wait_until(
+            lambda: (
+                seats <= set(scraped(url)) and all(scraped(url)[s]["health"] == "up" for s in seats)
+            ),
+            60,
+            "coder and reason up in the lab's Prometheus",
+            interval=0.5,
+        )
+        print(f"seats up {time.monotonic() - started:.1f} s into the test")
+        surge_coder_and_drop_reason(fleet)
+        plan = fleet.fleet("plan", "--prune")
+        address_re = re.escape(tower.address)
+        assert re.search(rf"~ seat reason: {address_re}:\d+ -> none", plan.stdout), plan.stdout
+        moved = re.search(rf"~ seat coder: {address_re}:(\d+) -> {address_re}:(\d+)", plan.stdout)
+        assert moved is not None, plan.stdout
+        apply(fleet, "--prune")
+        # a committed measurement of coder: the loop exports it and its baseline
+        bench = fleet.fleet(
+            "bench",
+            "--write",
+            "--seat",
+            "coder",
+            "--via",
+            "gateway",
+            "--runs",
+            "1",
+            "--max-tokens",
+            "16",
+        )
+        assert bench.returncode == 0, bench.stdout + bench.stderr
+        exporters = [
+            subprocess.Popen(
+                [
+                    sys.executable,
+                    str(EXPORTER),
+                    kind,
+                    tower.address,
+                    port,
+                    "tower",
+                    str(tower.gpu_dir),
+                ]
+            )
+            for kind, port in (("node", "9100"), ("dcgm", "9400"))
+        ]
+        loop = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "reconciler",
+                "reconcile",
+                "--interval",
+                "600",
+                "--listen",
+                listen,
+            ],
+            cwd=fleet.root,
+            env={**os.environ, **lab.env()},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        wanted = {
+            ("fleet-seats", "coder"),  # reason's target went with it
+            ("fleet-gateway", ""),
+            ("fleet-exporters", "node"),
+            ("fleet-exporters", "dcgm"),
+            ("fleet", ""),
+        }
+        up = wait_until(
+            lambda: all_up(url, wanted),
+            60,
+            "every target up",
+            interval=0.5,
+            detail=lambda: "\n".join(
+                f"{key}: {t['health']} {t['scrapeUrl']} {t['lastError']}"
+                for key, t in sorted(scraped(url).items())
+            ),
+        )
+        assert up[("fleet-seats", "coder")]["labels"]["instance"] == f"{tower.address}:{moved[2]}"
+        assert request_url(f"{lab.gateway_url}/metrics").status == 401  # the token is needed
+        print(f"every target up {time.monotonic() - started:.1f} s into the test")
+        status, body = chat(lab, "coder")  # through the gateway: its counters and coder's
+        assert status == 200, body
+        generator = load_generator()
+        missing: list[str] = []
+
+        def answered() -> bool:
+            missing[:] = [
+                f"{title}: {query}"
+                for title, query in generator.queries()
+                if not prometheus_query(url, f"/api/v1/query?query={quote(query)}")["result"]
+            ]
+            return not missing
+
+        assert poll(answered, 60, interval=1.0), "no data for:\n" + "\n".join(missing)
+    finally:
+        lab.run(host.name, f"kill {pid}")
+        for process in (*exporters, *([loop] if loop else [])):
+            process.terminate()
+            process.wait(timeout=60)
+    print(f"monitoring test took {time.monotonic() - started:.1f} s")

@@ -86,6 +86,12 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$LITELLM_VERSION" ]; then
         "litellm[proxy]==$LITELLM_VERSION"
     echo "$LITELLM_VERSION" > "$stamp"
 fi
+# LiteLLM's /metrics (`callbacks: [prometheus]`) needs prometheus_client, which its
+# [proxy] extra leaves out; the lab's Prometheus scrapes it (test_gateway_bluegreen_lab.py)
+if ! "$litellm_venv/bin/python" -c "import prometheus_client" 2>/dev/null; then
+    pip_quiet "$litellm_venv/bin/pip" install --quiet --disable-pip-version-check \
+        "prometheus-client==0.26.0"
+fi
 
 # The real engines (a CPU build of vLLM in a venv, llama-server built from source), for
 # the tests that need a real engine: each part is cached in the lab cache and costs

@@ -8,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 
@@ -22,7 +23,7 @@ def promtool() -> str:
 @pytest.mark.parametrize(
     ("command", "file", "said"),
     [
-        ("check", "fleet-rules.yml", "SUCCESS: 7 rules found"),
+        ("check", "fleet-rules.yml", "SUCCESS: 12 rules found"),
         ("test", "fleet-rules.test.yml", "SUCCESS"),
     ],
     ids=["check-rules", "test-rules"],
@@ -45,5 +46,20 @@ def test_every_rule_names_an_exported_metric() -> None:
         "fleet_seat_concurrency_ratio",
         "fleet_bench_baseline_ratio",
         "fleet_reconcile_last_success_timestamp_seconds",
+        "fleet_host_up",
     ):
         assert name in text and f'"{name}"' in exported
+    assert "fleet_apply_total" in text and '"fleet_apply"' in exported  # a Counter: + _total
+
+
+def test_every_alert_has_its_promtool_test_that_it_fires() -> None:
+    rules = yaml.safe_load((RULES / "fleet-rules.yml").read_text())
+    alerts = {rule["alert"] for group in rules["groups"] for rule in group["rules"]}
+    tests = yaml.safe_load((RULES / "fleet-rules.test.yml").read_text())["tests"]
+    firing = {
+        case["alertname"]
+        for test in tests
+        for case in test["alert_rule_test"]
+        if case["exp_alerts"]
+    }
+    assert alerts == firing

@@ -32,6 +32,7 @@ class LiteLLM(GatewayKindBase):
     settings: type[KindSettings] = LiteLLMSettings
     readiness_path = "/health/liveliness"
     models_path = "/v1/models"
+    metrics_path = "/metrics/"  # a mounted app: /metrics answers with a redirect to it
     routes_path: str | None = "/model/info"
 
     def served_routes(self, body: Any) -> dict[str, str | None] | None:

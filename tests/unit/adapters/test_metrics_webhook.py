@@ -38,6 +38,8 @@ def test_metrics_show_the_cycle_and_healthz_answers() -> None:
     assert 'fleet_seat_in_sync{seat="coder"} 1.0' in text
     assert 'fleet_seat_concurrency_band_max{seat="coder"} 64.0' in text
     assert 'fleet_apply_total{result="succeeded"} 1.0' in text
+    assert 'fleet_apply_total{result="rolled-back"} 0.0' in text  # there before the first
+    assert 'fleet_host_up{host="tower"} 1.0' in text
     assert "fleet_info{" in text and status == 200
 
 
