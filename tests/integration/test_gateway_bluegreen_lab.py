@@ -608,7 +608,7 @@ def test_prometheus_scrapes_the_targets_apply_writes_and_answers_every_panel(
     listen = f"127.0.0.1:{free_port()}"
     monitor(fleet, listen)
     plan = fleet.fleet("plan")
-    assert "Wave 4: monitoring" in plan.stdout, plan.stdout
+    assert "Wave 5: monitoring" in plan.stdout, plan.stdout
     assert re.search(rf"~ seat reason: none -> {tower.address}:\d+", plan.stdout), plan.stdout
     apply(fleet)
     address = f"{host.address}:9090"

@@ -43,7 +43,7 @@ def seat_targets(fake: FakeFleet) -> dict[str, list[str]]:
 def test_apply_writes_the_targets_and_plan_is_0_after(two: FakeFleet) -> None:
     plan = two.fleet("plan")
     assert plan.returncode == 2, plan.stdout
-    assert "Wave 4: monitoring" in plan.stdout
+    assert "Wave 5: monitoring" in plan.stdout
     assert "~ seat coder: none -> 127.0.0.11:8030" in plan.stdout
     assert "targets-drift gateway:/etc/prometheus/fleet/fleet-seats.json" in plan.stdout
     applied = two.fleet("apply", "--auto-approve")
