@@ -93,7 +93,8 @@ class FleetRepo:
 
 
 def _prune_gateway(desired: Path) -> None:
-    """Drop gateway params and fallbacks that name aliases of seats left out."""
+    """Drop gateway params and fallbacks that name aliases of seats left out, and those
+    aliases from the clients that may call them (a client left with none goes)."""
     yaml = make_yaml()
     aliases = {
         a
@@ -105,6 +106,15 @@ def _prune_gateway(desired: Path) -> None:
     for key in ("alias_params", "fallbacks"):
         for alias in [a for a in gateway.get(key, {}) if a not in aliases]:
             del gateway[key][alias]
+    clients = gateway.get("clients") or {}
+    for name, client in list(clients.items()):
+        allowed = client.get("aliases")
+        if isinstance(allowed, list):
+            client["aliases"] = [a for a in allowed if a in aliases]
+            if not client["aliases"]:
+                del clients[name]
+    if "clients" in gateway and not clients:
+        del gateway["clients"]
     path.write_text(dump_yaml(gateway))
 
 
