@@ -1,5 +1,6 @@
 """`fleet apply` killed at every step boundary of a surge, a recreate, a recreate that
-hands an alias to its fallback and a blue/green switch, then run again: the next plain apply (or loop cycle) converges with no manual step.
+hands an alias to its fallback and a blue/green switch, then run again: the next plain
+apply (or loop cycle) converges with no manual step.
 
 The kill is a failpoint (`reconciler.workflows.failpoint`, armed by `FLEET_FAILPOINT` as
 a test arms it for a real process): here `die` raises `Crash`, which no `except
