@@ -322,7 +322,14 @@ def test_a_recreate_hands_coder_to_chat_and_fails_no_request_and_cuts_no_stream(
     streams (one always in flight) on `coder` and on `chat` from before apply begins:
     plan says `coder` is served by `chat` meanwhile, apply hands it off, drains, recreates
     and hands it back; not one request fails and not one stream is cut on either."""
-    set_gateway(fleet, "fallbacks", {"coder": ["chat"]}, "coder falls back to chat")
+    path = fleet.desired / "gateway.yaml"
+    yaml = make_yaml()
+    tree = yaml.load(path.read_text())
+    tree["fallbacks"] = {"coder": ["chat"]}
+    (tree.get("alias_params") or {}).pop("coder", None)  # the typo'd model a test above left
+    path.write_text(dump_yaml(tree))
+    fleet.commit("coder falls back to chat")
+    apply(fleet)  # the fallback live, and coder's entry as desired/ says, before the load
     recreated_coder(fleet, 3)
     plan = fleet.fleet("plan")
     assert plan.returncode == 2, plan.stdout + plan.stderr
@@ -357,7 +364,7 @@ def test_a_seat_that_refuses_handoff_shows_its_downtime_as_before(fleet: FleetRe
     """`handoff: false` on coder, its fallback still declared and healthy: plan says its
     aliases are down while it loads, as without a fallback (apply's steps without a
     handoff: tests/unit/cli/test_apply_handoff.py)."""
-    recreated_coder(fleet, 4, "handoff: false")
+    recreated_coder(fleet, 5, "handoff: false")
     plan = fleet.fleet("plan")
     assert plan.returncode == 2, plan.stdout + plan.stderr
     (line,) = [x for x in plan.stdout.splitlines() if "~ seat coder: " in x]
