@@ -16,6 +16,7 @@ from pydantic import Field, model_validator
 
 from fleet.base import CoreModel
 from fleet.plan.diff import FieldChange
+from fleet.plan.handoff import Handoff
 from fleet.plan.predict import Prediction
 from fleet.plan.strategy import Downtime, Strategy
 
@@ -100,6 +101,12 @@ class Action(CoreModel):
     )
     strategy: Strategy | None = Field(None, description="how a replaced seat is replaced")
     downtime: Downtime | None = Field(None, description="what a recreate takes away meanwhile")
+    handoffs: tuple[Handoff, ...] = Field(
+        (),
+        description="a recreate's aliases served by a healthy gateway fallback while it "
+        "loads (apply moves them there first and back after); `downtime.aliases` are the "
+        "ones unavailable meanwhile",
+    )
     strategy_line: str | None = Field(None, description="the strategy, why, and its downtime")
 
     @model_validator(mode="before")

@@ -17,11 +17,21 @@ from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
 from fleet.plan import blockers, clients, fetch, fit, served, strategy, targets
-from fleet.plan.actions import CLIENT_CHANGES, SEAT_CHANGES, Action, ActionKind, Blocker, NoOp, Wave
+from fleet.plan.actions import (
+    ALIAS_CHANGES,
+    CLIENT_CHANGES,
+    SEAT_CHANGES,
+    Action,
+    ActionKind,
+    Blocker,
+    NoOp,
+    Wave,
+)
 from fleet.plan.adopt import adopt
 from fleet.plan.aliases import alias_actions
 from fleet.plan.diff import desired_shape, diff_seat, observed_shape
 from fleet.plan.fingerprint import fingerprint
+from fleet.plan.handoff import Untouchable
 from fleet.plan.live_port import follow_live_ports
 from fleet.spec.models import DesiredFleet, Seat
 from fleet.units import format_bytes
@@ -91,20 +101,19 @@ def make_plan(
 ) -> Plan:
     """The plan for the observed fleet; `only_seats` limits seat actions to those named."""
     desired = follow_live_ports(desired, observation)
-    actions: list[Action] = []
+    seat_actions: list[Action] = []
     noops: list[NoOp] = []
     for name in sorted(desired.seats):
         if only_seats and name not in only_seats:
             continue
-        seat_actions, noop = _seat_action(desired, observation, name)
-        actions += [
-            _strategy(desired, observation, _predicted(desired, observation, a))
-            for a in seat_actions
-        ]
+        found, noop = _seat_action(desired, observation, name)
+        seat_actions += [_predicted(desired, observation, a) for a in found]
         noops += [noop] if noop else []
-    actions += fetch.fetch_actions(desired, observation, only_seats)
-    actions += alias_actions(desired, observation, only=only_seats)
-    actions += _removals(desired, observation, prune, only_seats)
+    others = fetch.fetch_actions(desired, observation, only_seats)
+    others += alias_actions(desired, observation, only=only_seats)
+    others += _removals(desired, observation, prune, only_seats)
+    busy = _untouchable(seat_actions + others)
+    actions = [_strategy(desired, observation, a, busy) for a in seat_actions] + others
     actions += served.copy_actions(desired, observation, only_seats)
     restart, front_blockers = served.gateway_actions(desired, observation, actions)
     actions += restart
@@ -150,8 +159,19 @@ def _predicted(desired: DesiredFleet, observation: Observation, action: Action) 
     return action.model_copy(update={"prediction": prediction})
 
 
-def _strategy(desired: DesiredFleet, observation: Observation, action: Action) -> Action:
-    """A replaced seat's action with how it is replaced (surge or recreate) and why."""
+def _untouchable(actions: list[Action]) -> Untouchable:
+    """The seats and aliases this plan changes: no handoff may lean on them."""
+    return Untouchable(
+        seats=frozenset(a.target for a in actions if a.wave in (Wave.SEATS, Wave.REMOVALS)),
+        aliases=frozenset(a.target for a in actions if a.kind in ALIAS_CHANGES),
+    )
+
+
+def _strategy(
+    desired: DesiredFleet, observation: Observation, action: Action, busy: Untouchable
+) -> Action:
+    """A replaced seat's action with how it is replaced (surge or recreate), why, and
+    (recreate) which aliases its healthy fallbacks serve meanwhile."""
     found = observation.seat(action.target)
     if action.kind is not ActionKind.REPLACE_SEAT or found is None:
         return action
@@ -159,11 +179,14 @@ def _strategy(desired: DesiredFleet, observation: Observation, action: Action) -
         why = "it takes over a hand-made container" if action.adopts else "nothing serves now"
         choice = strategy.Choice(strategy="recreate", why=why)
     else:
-        choice = strategy.choose(desired, observation, desired.seats[action.target])
+        seat = desired.seats[action.target]
+        choice = strategy.choose(desired, observation, seat)
+        choice = choice.handing_off(desired, observation, seat, busy)
     return action.model_copy(
         update={
             "strategy": choice.strategy,
             "downtime": choice.downtime,
+            "handoffs": choice.handoffs,
             "strategy_line": choice.line(action.target),
         }
     )

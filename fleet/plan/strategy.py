@@ -9,7 +9,8 @@ plan ran (`fleet.plan.gpu_share.gpu_holders`) and beside the old copy (what nvid
 says it holds, else the new copy's footprint). A CPU seat recreates under `auto`: its
 host's RAM is shared with every process there and nothing bounds what a second llama.cpp
 process would take, so plan does not promise it fits. A recreate says which aliases are
-down while the seat loads, and how long its last start took (the host's apply journal).
+down while the seat loads, and how long its last start took (the host's apply journal);
+an alias with a healthy fallback is served by it meanwhile (`fleet.plan.handoff`).
 The second copy is what the host's runtime runs where it `SURGES` (compose a
 second service `<seat>-b`, systemd a second unit `fleet-<seat>-b.service`); on a runtime
 that runs one copy only, seats recreate and `strategy: surge` is a blocker. Pure.
@@ -21,8 +22,9 @@ from typing import Literal
 
 from fleet.base import CoreModel
 from fleet.observed.models import Observation
-from fleet.plan import predict
+from fleet.plan import handoff, predict
 from fleet.plan.gpu_share import gpu_holders
+from fleet.plan.handoff import Handoff, Untouchable
 from fleet.runtimes import runtime_for
 from fleet.spec.models import DesiredFleet, Seat
 
@@ -31,30 +33,56 @@ ONE_COPY = "its host's runtime runs one copy of a seat, so its seats recreate"
 
 
 class Downtime(CoreModel):
-    """What a recreate takes away while the new copy loads."""
+    """What a recreate takes away while the new copy loads: the aliases unavailable (those
+    its handoffs do not cover)."""
 
     aliases: tuple[str, ...] = ()
     last_start_seconds: float | None = None
 
-    def describe(self, seat: str) -> str:
-        """`char-rp, roleplay unavailable while it loads (last start took 74 s)`."""
-        who = ", ".join(self.aliases) if self.aliases else f"seat {seat} (no alias)"
+    def describe(self, seat: str, handoffs: tuple[Handoff, ...] = ()) -> str:
+        """`char-rp, roleplay unavailable while it loads (last start took 74 s)`, or with
+        handoffs `coder served by mid while it loads (...); autocomplete unavailable`."""
         last = self.last_start_seconds
         took = f" (last start took {max(round(last), 1)} s)" if last is not None else ""
+        if handoffs:
+            down = f"; {', '.join(self.aliases)} unavailable" if self.aliases else ""
+            return f"{handoff.describe(handoffs)} while it loads{took}{down}"
+        who = ", ".join(self.aliases) if self.aliases else f"seat {seat} (no alias)"
         return f"{who} unavailable while it loads{took}"
 
 
 class Choice(CoreModel):
-    """The strategy of one replace, why, and (recreate) what is down meanwhile."""
+    """The strategy of one replace, why, and (recreate) what is down meanwhile, which
+    aliases its fallbacks serve meanwhile, and why none does where one could (`note`)."""
 
     strategy: Strategy
     why: str
     downtime: Downtime | None = None
+    handoffs: tuple[Handoff, ...] = ()
+    note: str | None = None
 
     def line(self, seat: str) -> str:
         """`seat char-rp: recreate (GPU 1 has ...); char-rp, roleplay unavailable ...`."""
-        tail = f"; {self.downtime.describe(seat)}" if self.downtime else ""
-        return f"seat {seat}: {self.strategy} ({self.why}){tail}"
+        tail = f"; {self.downtime.describe(seat, self.handoffs)}" if self.downtime else ""
+        note = f" ({self.note})" if self.note else ""
+        return f"seat {seat}: {self.strategy} ({self.why}){tail}{note}"
+
+    def handing_off(
+        self, desired: DesiredFleet, observation: Observation, seat: Seat, busy: Untouchable
+    ) -> Choice:
+        """This recreate with the aliases healthy fallbacks serve while it loads."""
+        if self.downtime is None:
+            return self
+        found, note = handoff.find_handoffs(desired, observation, seat, self.downtime.aliases, busy)
+        handed = {h.alias for h in found}
+        left = tuple(a for a in self.downtime.aliases if a not in handed)
+        return self.model_copy(
+            update={
+                "handoffs": found,
+                "note": note,
+                "downtime": self.downtime.model_copy(update={"aliases": left}),
+            }
+        )
 
 
 class GpuRoom(CoreModel):

@@ -71,6 +71,12 @@ class Seat(WithSettings):
         "old on the second port, the gateway moves, the old drains), recreate (stop, then "
         "start), auto (surge when plan predicts both copies fit on the seat's GPUs).",
     )
+    handoff: bool = Field(
+        True,
+        description="Whether a recreate may hand the seat's aliases to their gateway "
+        "fallbacks while it loads (false: a different model must never answer for it; its "
+        "aliases are down while it loads).",
+    )
     surge_port: int | None = Field(
         None, ge=1, le=65535, description="The second port a surge alternates to [port + 1000]."
     )

@@ -264,8 +264,9 @@ def _apply_gateway(
     text = kind_of(gateway).render_config(current, desired, only_seats)
     if not moved and all(a.kind is ActionKind.RESTART_GATEWAY for a in group):
         moved = [alias for s in desired.seats.values() for alias in s.aliases]  # recovery
-    if undo.surged and text == current and not _needs_restart(group, undo):
-        reporter.step(f"{gateway.host}: {gateway.config_path} already says so (a surge moved it)")
+    if (undo.surged or undo.handed_back) and text == current and not _needs_restart(group, undo):
+        how = "a surge" if undo.surged else "a handoff's return"
+        reporter.step(f"{gateway.host}: {gateway.config_path} already says so ({how} moved it)")
     else:
         reporter.step(f"{gateway.host}: edit {gateway.config_path}")
         if undo.gateway_previous is None:  # before anything changes: the rollback's text
@@ -336,12 +337,33 @@ def rollback(
     options: ApplyOptions,
     reporter: Reporter,
 ) -> list[str]:
-    """Put back what `undo` recorded; what was restored (failures to restore included)."""
+    """Put back what `undo` recorded; what was restored (failures to restore included).
+    The gateway goes back first (a surge's aliases to the old copy, which still runs),
+    but after the seats while aliases are handed off: they stay on their fallbacks until
+    their own seat's previous copy serves again."""
     restored: list[str] = []
-    if undo.gateway_previous is not None and desired.gateway is not None:
+    gateway_back = undo.gateway_previous is not None and desired.gateway is not None
+    if gateway_back and not undo.handed:
         restored.append(
-            _restore_gateway(connections, desired, undo.gateway_previous, options, reporter)
+            _restore_gateway(connections, desired, undo.gateway_previous or "", options, reporter)
         )
+    restored += _restore_seats(desired, connections, undo, options, reporter)
+    if gateway_back and undo.handed:
+        restored.append(
+            _restore_gateway(connections, desired, undo.gateway_previous or "", options, reporter)
+        )
+    return restored
+
+
+def _restore_seats(
+    desired: DesiredFleet,
+    connections: Sessions,
+    undo: Undo,
+    options: ApplyOptions,
+    reporter: Reporter,
+) -> list[str]:
+    """Every host's definitions and seats as they were before this apply."""
+    restored: list[str] = []
     for host_name, previous in undo.definitions.items():
         host, conn = desired.hosts[host_name], connections.get(host_name)
         runtime = adapter_for(host)

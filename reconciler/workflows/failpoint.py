@@ -10,7 +10,8 @@ raises `Crash`, which `except Exception` does not catch, so nothing runs that a 
 process would not run either.
 
 The points (`POINTS`) are the boundaries apply records in its journal: a seat's new copy
-started, healthy, aliases moved, old copy removed; the gateway's config written, new proxy
+started, healthy, aliases moved, old copy removed; a recreate's aliases handed to their
+fallbacks and back; the gateway's config written, new proxy
 verified, front switched, old proxy stopped.
 """
 
@@ -25,8 +26,10 @@ ENV = "FLEET_FAILPOINT"
 POINTS = (
     "locks.taken",
     "seat.written",
+    "handoff.moved",
     "seat.started",
     "seat.healthy",
+    "handoff.back",
     "surge.started",
     "surge.healthy",
     "surge.aliases_moved",

@@ -23,7 +23,7 @@ from fleet.spec.models import DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
 from reconciler.runtimes import adapter_for, hand_made
-from reconciler.workflows import failpoint, locks
+from reconciler.workflows import failpoint, handoff, locks
 from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.interrupt import Interrupt
 from reconciler.workflows.surge import surge_seat
@@ -138,7 +138,8 @@ def _remove_copy(run: WaveRun, host_name: str, action: Action) -> str:
 
 
 def _start_seat(run: WaveRun, host_name: str, action: Action) -> str:
-    """Create a seat, or replace it by stopping the old copy first (recreate)."""
+    """Create a seat, or replace it by stopping the old copy first (recreate: its aliases
+    handed to their fallbacks and its running requests drained before it stops)."""
     desired, reporter = run.desired, run.reporter
     host, conn = desired.hosts[host_name], run.sessions.get(host_name)
     runtime = adapter_for(host)
@@ -151,6 +152,9 @@ def _start_seat(run: WaveRun, host_name: str, action: Action) -> str:
         reporter.step(f"{host_name}: stop hand-made container {action.adopts}")
         run.undo.adopted[host_name].append(action.adopts)
         hand_made(host).stop_hand_made(conn, action.adopts)
+    elif not fresh:  # a recreate: its aliases to their fallbacks, its requests finish
+        handoff.hand_off(run, host_name, action)
+        handoff.drain_old(run, host_name, action.target)
     started = run.clock.monotonic()
     runtime.start_seat(conn, desired, host, instance)
     failpoint.hit("seat.started")
@@ -166,10 +170,11 @@ def _start_seat(run: WaveRun, host_name: str, action: Action) -> str:
         raise ApplyError(f"seat {action.target} on {host_name}: {verdict.reason}")
     reporter.step(f"{host_name}: seat {action.target} healthy: {verdict.reason}")
     failpoint.hit("seat.healthy")
+    seconds = f"{run.clock.monotonic() - started:.1f}"  # plan's "last start took"
+    handoff.hand_back(run, host_name, action)
     if action.adopts is not None:
         reporter.step(f"{host_name}: remove hand-made container {action.adopts}")
         hand_made(host).remove_hand_made(conn, action.adopts)
         run.undo.adopted[host_name].remove(action.adopts)
-    seconds = f"{run.clock.monotonic() - started:.1f}"  # plan's "last start took"
     locks.record(conn, host, f"{verb}-seat", target=action.target, seconds=seconds)
     return f"{verb} seat {action.target} on {host_name}"

@@ -40,6 +40,8 @@ class Undo:
     adopted: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     gateway_previous: str | None = None
     surged: list[str] = field(default_factory=list)  # seats now live on their other port
+    handed: list[str] = field(default_factory=list)  # seats whose aliases are on fallbacks
+    handed_back: list[str] = field(default_factory=list)  # seats whose handoff is over
 
 
 class Cancelled(FleetError):

@@ -13,6 +13,10 @@ to a real `fleet apply` while the new coder loads: rolled back, exit 143, no loc
 the inventory commit says what was done. Last, a real `fleet apply` killed by its failpoint
 during a surge's health gate, then again after writing the gateway config before the
 front switched: the next plain apply converges with no unlock, no request lost on `chat`.
+Then, with `fallbacks: {coder: [chat]}`, coder recreated while clients and long streams
+run on `coder` and `chat`: coder is handed to chat, drained, recreated and handed back,
+no request fails and no stream is cut; with `handoff: false` plan says its downtime as
+before.
 Then the gateway's clients: three (two on hosts reached over SSH, one manual, its key shown
 on a terminal) each open their aliases only through the front; a key rotated under load
 (the client re-reading its file) and a client that keeps its key lose no request; a
@@ -56,7 +60,7 @@ from tests.integration.helpers import (
     request_url,
 )
 from tests.lab.lab import Lab
-from tests.lab.load import ClientLoad, LoadReport
+from tests.lab.load import ClientLoad, LoadReport, StreamLoad
 from tests.waiting import poll, wait_until
 
 pytestmark = pytest.mark.lab
@@ -319,6 +323,74 @@ def test_an_apply_killed_at_its_worst_boundaries_is_finished_by_the_next_plain_o
     assert lab.run("tower", f"test -e {LOCK} || echo none").stdout.strip() == "none"
     assert fleet.fleet("plan").returncode == 0
     assert fleet.fleet("check").returncode == 0
+
+
+def recreated_coder(repo: FleetRepo, seconds: int, *extra: str) -> None:
+    """coder pinned to `strategy: recreate`, loading for `seconds` (plus `extra` lines)."""
+    path = repo.desired / "seats" / "coder.yaml"
+    dropped = ("env:", "strategy:", "handoff:")
+    kept = [line for line in path.read_text().splitlines() if not line.startswith(dropped)]
+    added = [f'env: {{FLEET_LAB_LOAD_SECONDS: "{seconds}"}}', "strategy: recreate", *extra]
+    path.write_text("\n".join(kept + added) + "\n")
+    repo.commit(f"coder recreates, loading for {seconds} s")
+
+
+def test_a_recreate_hands_coder_to_chat_and_fails_no_request_and_cuts_no_stream(
+    fleet: FleetRepo,
+) -> None:
+    """`fallbacks: {coder: [chat]}` declared and coder recreated, with clients and long
+    streams (one always in flight) on `coder` and on `chat` from before apply begins:
+    plan says `coder` is served by `chat` meanwhile, apply hands it off, drains, recreates
+    and hands it back; not one request fails and not one stream is cut on either."""
+    path = fleet.desired / "gateway.yaml"
+    yaml = make_yaml()
+    tree = yaml.load(path.read_text())
+    tree["fallbacks"] = {"coder": ["chat"]}
+    (tree.get("alias_params") or {}).pop("coder", None)  # the typo'd model a test above left
+    path.write_text(dump_yaml(tree))
+    fleet.commit("coder falls back to chat")
+    apply(fleet)  # the fallback live, and coder's entry as desired/ says, before the load
+    recreated_coder(fleet, 3)
+    plan = fleet.fleet("plan")
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    (line,) = [x for x in plan.stdout.splitlines() if "~ seat coder: " in x]
+    assert "; coder served by chat while it loads (last start took " in line, line
+    lab = fleet.lab
+    started = time.monotonic()
+    with (
+        ClientLoad(lab.gateway_url, lab.master_key, LOADED, max_seconds=600) as load,
+        StreamLoad(lab.gateway_url, lab.master_key, LOADED, max_seconds=600) as streams,
+    ):
+        wait_until(lambda: all(streams.in_flight.values()), 60, "a stream in flight on each")
+        result = fleet.fleet("apply", "--auto-approve", "--timeout", "240")
+    print(f"handoff apply under load took {time.monotonic() - started:.1f} s")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output
+    steps = ["hand off seat coder's aliases", "drain seat coder", "healthy", "hand coder back"]
+    at = [output.find(step) for step in steps]
+    assert -1 not in at and at == sorted(at), output
+    assert_no_request_lost(load.report())
+    report = streams.report()
+    print(report.summary(), {a: sorted(m) for a, m in streams.models.items()})
+    for alias in LOADED:
+        assert report.aliases[alias].total >= 2, report.summary()
+        assert report.aliases[alias].failed == 0, report.summary()
+    entry = parse_gateway_config(lab.gateway_config()).by_alias()["coder"]
+    assert entry.seat == "coder", "the alias is back on its own seat"
+    assert fleet.fleet("plan").returncode == 0
+
+
+def test_a_seat_that_refuses_handoff_shows_its_downtime_as_before(fleet: FleetRepo) -> None:
+    """`handoff: false` on coder, its fallback still declared and healthy: plan says its
+    aliases are down while it loads, as without a fallback (apply's steps without a
+    handoff: tests/unit/cli/test_apply_handoff.py)."""
+    recreated_coder(fleet, 5, "handoff: false")
+    plan = fleet.fleet("plan")
+    assert plan.returncode == 2, plan.stdout + plan.stderr
+    (line,) = [x for x in plan.stdout.splitlines() if "~ seat coder: " in x]
+    down = line.split("; ", 1)[1]
+    assert "served by" not in line and "unavailable while it loads" in down, line
+    assert "coder" in down.split(" unavailable")[0].split(", "), line
 
 
 # -- Clients and their keys: real sshd on the client hosts, real nginx, real LiteLLM ------

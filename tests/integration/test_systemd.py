@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from fleet.yamltext import dump_yaml, make_yaml
 from tests.fakes.units import HAND_MADE
 from tests.integration.helpers import FleetRepo, chat, make_repo
 from tests.lab import Lab
-from tests.lab.load import ClientLoad
+from tests.lab.load import ClientLoad, StreamLoad
 from tests.lab.nspawn import SystemdHost
 from tests.waiting import wait_until
 
@@ -396,3 +397,39 @@ def test_the_llamacpp_example_fleet_applies_end_to_end_and_plans_zero(
     assert {"mid": ["big"]} in section["fallbacks"]
     status, body = chat(lab, "code")
     assert status == 200, body
+
+
+def test_the_example_fleet_hands_coder_to_mid_while_coder_is_recreated_under_load(
+    lab: Lab, systemd_hosts: list[SystemdHost], tmp_path: Path
+) -> None:
+    """The example's `fallbacks: {coder: [mid, big]}`: coder (its unit, pinned to
+    recreate) changes while clients and long streams (one always in flight) run on `coder`
+    and `mid`; plan says `mid` serves `coder` meanwhile, and not one request fails nor one
+    stream is cut on either."""
+    repo = example_repo(lab, systemd_hosts, tmp_path)
+    fleet_ok(repo, "apply", "--auto-approve", "--timeout", "180")  # in sync after the above
+    repo.edit("seats/coder.yaml", "context: 4096", "context: 2048\nstrategy: recreate")
+    plan = repo.fleet("plan")
+    (line,) = [x for x in plan.stdout.splitlines() if "~ seat coder: " in x]
+    assert "; coder served by mid while it loads (last start took " in line, line
+    assert line.endswith("; code unavailable"), line
+    aliases = ["coder", "mid"]
+    before = main_pid(lab, "rtx3090", "fleet-coder")
+    started = time.monotonic()
+    with (
+        ClientLoad(lab.gateway_url, lab.master_key, aliases, max_seconds=600) as load,
+        StreamLoad(lab.gateway_url, lab.master_key, aliases, max_tokens=150) as streams,
+    ):
+        wait_until(lambda: all(streams.in_flight.values()), 60, "a stream in flight on each")
+        out = fleet_ok(repo, "apply", "--auto-approve", "--timeout", "180")
+    print(f"handoff apply under load took {time.monotonic() - started:.1f} s")
+    steps = ["hand off seat coder's aliases", "drain seat coder", "healthy", "hand coder back"]
+    at = [out.find(step) for step in steps]
+    assert -1 not in at and at == sorted(at), out
+    assert main_pid(lab, "rtx3090", "fleet-coder") != before, "the unit was recreated"
+    for report in (load.report(), streams.report()):
+        print(report.summary())
+        for alias in aliases:
+            assert report.aliases[alias].total >= 2, report.summary()
+            assert report.aliases[alias].failed == 0, report.summary()
+    assert repo.fleet("plan").returncode == 0

@@ -229,3 +229,63 @@ class ClientLoad:
                     for alias, record in self.records.items()
                 }
             )
+
+
+class StreamLoad(ClientLoad):
+    """Clients that each keep one long streamed chat open to an alias, one after another
+    (`max_tokens` tokens at the engine's token rate), so a stream is in flight at every
+    moment. A stream counts as failed unless it answered 200, sent content and ended with
+    `data: [DONE]` and no error event: a stream cut half-way is a failure, as its client
+    sees it. `models` collects the model names the chunks said (who answered)."""
+
+    def __init__(self, url: str, key: str | None, aliases: list[str], **options: float) -> None:
+        settings = {"clients_per_alias": 1, "rate_per_client": 50.0, "max_tokens": 80, **options}
+        super().__init__(url, key, aliases, **settings)  # type: ignore[arg-type]
+        self.models: dict[str, set[str]] = {alias: set() for alias in aliases}
+        self.in_flight = {alias: 0 for alias in aliases}
+
+    def _send(self, alias: str) -> tuple[int, str]:
+        payload = {
+            "model": alias,
+            "max_tokens": self.max_tokens,
+            "stream": True,
+            "messages": [{"role": "user", "content": "tell a long story"}],
+        }
+        headers = {"Content-Type": "application/json", "Connection": "close"}
+        if self.key:
+            headers["Authorization"] = f"Bearer {self.key}"
+        conn = http.client.HTTPConnection(self.host, self.port, timeout=self.timeout)
+        with self._lock:
+            self.in_flight[alias] += 1
+        try:
+            conn.request("POST", self.path, json.dumps(payload), headers)
+            reply = conn.getresponse()
+            if reply.status != 200:
+                return reply.status, reply.read().decode(errors="replace")
+            return self._read_stream(alias, reply)
+        except (OSError, http.client.HTTPException) as err:
+            return 0, f"stream cut: {type(err).__name__}: {err}"
+        finally:
+            with self._lock:
+                self.in_flight[alias] -= 1
+            conn.close()
+
+    def _read_stream(self, alias: str, reply: http.client.HTTPResponse) -> tuple[int, str]:
+        chunks, done = 0, False
+        for raw in reply:
+            line = raw.decode(errors="replace").strip()
+            if not line.startswith("data: "):
+                continue
+            if line == "data: [DONE]":
+                done = True
+                continue
+            event = json.loads(line[6:])
+            if "error" in event:
+                return 0, f"stream error after {chunks} chunks: {line[:160]}"
+            chunks += 1
+            if event.get("model"):
+                with self._lock:
+                    self.models[alias].add(str(event["model"]))
+        if not done or chunks < 2:
+            return 0, f"stream cut after {chunks} chunks (no [DONE])"
+        return 200, f"{chunks} chunks"

@@ -1,11 +1,13 @@
-"""`fleet apply` killed at every step boundary of a surge, a recreate and a blue/green
-switch, then run again: the next plain apply (or loop cycle) converges with no manual step.
+"""`fleet apply` killed at every step boundary of a surge, a recreate, a recreate that
+hands an alias to its fallback and a blue/green switch, then run again: the next plain
+apply (or loop cycle) converges with no manual step.
 
 The kill is a failpoint (`reconciler.workflows.failpoint`, armed by `FLEET_FAILPOINT` as
 a test arms it for a real process): here `die` raises `Crash`, which no `except
 Exception` catches, so nothing runs that a killed process would not run (no rollback, no
 lock released), and the lock's holder pid is made one that is gone. After the kill, plan
-is 0 only if every alias answers through the front; the next apply takes the lock over,
+is 0 only if every alias answers through the front (and never while an alias is still
+handed off to its fallback); the next apply takes the lock over,
 and after it: plan and check 0, every alias of desired/ served through the front (and
 chatting), no second copy of a seat, no proxy beside the live one, no lock, and not one
 moment without a proxy behind the front (an untouched alias lost nothing).
@@ -24,9 +26,11 @@ from pathlib import Path
 
 import pytest
 
+from fleet.gateways.litellm.config import parse_gateway_config
 from reconciler.workflows import failpoint
 from tests.fakes.gateway import FakeGateway
 from tests.unit.cli.fake_fleet import MASTER_KEY, FakeFleet, make_fleet
+from tests.unit.cli.test_apply_handoff import reach_tower, with_fallbacks
 
 LOCK = ".fleet.lock"
 
@@ -45,10 +49,18 @@ def _bluegreen(fake: FakeFleet) -> None:
     fake.edit("seats/coder.yaml", "aliases: [coder, autocomplete]", "aliases: [coder, fim]")
 
 
+def _handoff(fake: FakeFleet) -> None:
+    """A recreate of coder whose alias `coder` flash serves meanwhile."""
+    reach_tower(fake)
+    with_fallbacks(fake, {"coder": ["summarizer"]})
+    fake.edit("seats/coder.yaml", "context: 2048", "context: 4096\nstrategy: recreate")
+
+
 CHANGES: dict[str, Callable[[FakeFleet], None]] = {
     "surge": _surge,
     "recreate": _recreate,
     "blue-green": _bluegreen,
+    "handoff": _handoff,
 }
 
 
@@ -94,6 +106,13 @@ def crash_at(fake: FakeFleet, monkeypatch: pytest.MonkeyPatch, point: str) -> No
     monkeypatch.delenv(failpoint.ENV)
 
 
+def handed_off(fake: FakeFleet) -> bool:
+    """Whether the gateway routes `coder` to another seat (an apply died mid-handoff)."""
+    config = parse_gateway_config(fake.hosts["gateway"].files["/etc/litellm/config.yaml"])
+    entry = config.by_alias().get("coder")
+    return entry is not None and entry.seat not in (None, "coder")
+
+
 def every_alias_answers(fake: FakeFleet, front: FakeGateway) -> bool:
     wanted = {a for s in fake.load().seats.values() for a in s.aliases}
     return wanted <= set(front.serving())
@@ -118,13 +137,15 @@ def test_an_apply_killed_at_any_boundary_is_finished_by_the_next(
 ) -> None:
     points = boundaries(tmp_path, monkeypatch, change)
     assert "apply.finished" in points and "gateway.front_switched" in points, points
-    for point in points:
+    for point in dict.fromkeys(points):  # a point passed twice is killed at its first
         fake = applied(tmp_path / point, monkeypatch)
         front = fake.front
         assert front is not None
         CHANGES[change](fake)
         crash_at(fake, monkeypatch, point)
         answers = every_alias_answers(fake, front)
+        if handed_off(fake):  # the fallback answers for it: only plan can tell
+            assert fake.fleet("plan").returncode == 2, point
         for command in ("plan", "check"):
             after = fake.fleet(command)
             assert after.returncode != 0 or answers, (point, command, after.stdout)

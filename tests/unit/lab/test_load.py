@@ -11,7 +11,7 @@ from typing import ClassVar
 
 import pytest
 
-from tests.lab.load import ClientLoad, percentile
+from tests.lab.load import ClientLoad, StreamLoad, percentile
 from tests.waiting import wait_until
 
 
@@ -23,6 +23,9 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.seen.append((body["model"], self.headers.get("Authorization", "")))
+        if body.get("stream"):
+            self._stream(body["model"])
+            return
         if body["model"] == "slow":
             time.sleep(0.05)
         status = 500 if body["model"] == "broken" else 200
@@ -31,6 +34,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(reply)))
         self.end_headers()
         self.wfile.write(reply)
+
+    def _stream(self, alias: str) -> None:
+        """Three chunks, then `[DONE]` (`whole`), nothing more (`cut`) or an error event."""
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.end_headers()
+        for _ in range(3):
+            chunk = {"model": f"{alias}-model", "choices": [{"delta": {"content": "w"}}]}
+            self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        tail = {"whole": "data: [DONE]\n\n", "cut": "", "error": 'data: {"error": "gone"}\n\n'}
+        self.wfile.write(tail[alias].encode())
+        self.close_connection = True
 
     def log_message(self, *args: object) -> None:
         pass
@@ -132,3 +147,20 @@ def test_refuses_what_is_not_plain_loopback_http(url: str, message: str) -> None
 )
 def test_percentile_is_nearest_rank(values: list[float], fraction: float, expected: float) -> None:
     assert percentile(values, fraction) == expected
+
+
+@pytest.mark.parametrize(
+    ("alias", "failed", "said"),
+    [("whole", False, "3 chunks"), ("cut", True, "no [DONE]"), ("error", True, "stream error")],
+    ids=["ended-with-done", "cut-half-way", "error-event"],
+)
+def test_a_stream_counts_only_when_it_ends_with_done(
+    server: str, alias: str, failed: bool, said: str
+) -> None:
+    with StreamLoad(server, None, [alias], rate_per_client=20.0) as load:
+        wait_until(lambda: counts(load, alias) >= 2, 30, "2 streams")
+    report = load.report().aliases[alias]
+    assert (report.failed == report.total) is failed and (report.failed == 0) is not failed
+    assert not failed or said in report.failures[0].body
+    assert load.models[alias] == {f"{alias}-model"}
+    assert load.in_flight[alias] == 0

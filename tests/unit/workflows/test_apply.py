@@ -26,8 +26,10 @@ from tests.fakes.host import FakeHost, FakeSessions
 from tests.unit.plan.fakes import in_sync, live_seat
 from tests.unit.render.test_compose import example
 
-# sec recreates: these cases are about create, recreate and rollback (test_surge.py surges)
-RECREATE = ("context: 262144", "context: 262144\nstrategy: recreate")
+# sec recreates: these cases are about create, recreate and rollback (test_surge.py surges;
+# tests/unit/cli/test_apply_handoff.py hands a recreate's aliases to a fallback, which
+# these tower-only sessions have no gateway for: sec keeps its aliases)
+RECREATE = ("context: 262144", "context: 262144\nstrategy: recreate\nhandoff: false")
 AFTER = example({"seats/sec.yaml": RECREATE})
 BEFORE = example({"seats/sec.yaml": ("context: 262144", "context: 131072\nstrategy: recreate")})
 COMPOSE, LOCK = "/srv/fleet/compose.yaml", "/srv/fleet/.fleet.lock"
