@@ -93,8 +93,8 @@ class FleetRepo:
 
 
 def _prune_gateway(desired: Path) -> None:
-    """Drop gateway params and fallbacks that name aliases of seats left out, and those
-    aliases from the clients that may call them (a client left with none goes)."""
+    """Drop gateway params and fallbacks that name aliases of seats left out (as keys or in a
+    fallback's chain), and those aliases from the clients that may call them (a client left with none goes)."""
     yaml = make_yaml()
     aliases = {
         a
@@ -106,6 +106,11 @@ def _prune_gateway(desired: Path) -> None:
     for key in ("alias_params", "fallbacks"):
         for alias in [a for a in gateway.get(key, {}) if a not in aliases]:
             del gateway[key][alias]
+    fallbacks = gateway.get("fallbacks") or {}
+    for alias, chain in list(fallbacks.items()):
+        fallbacks[alias] = [a for a in chain if a in aliases]
+        if not fallbacks[alias]:
+            del fallbacks[alias]
     clients = gateway.get("clients") or {}
     for name, client in list(clients.items()):
         allowed = client.get("aliases")
