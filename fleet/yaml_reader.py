@@ -11,12 +11,17 @@ types, which a unit test holds equal to ruamel.yaml's own.
 
 from __future__ import annotations
 
+import gc
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import yaml  # type: ignore[import-untyped]
+
+
+_NO_KEYS: Mapping[Any, Any] = MappingProxyType({})  # one empty map shared by the leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +32,7 @@ class Spot:
     line: int
     column: int
     flow: bool = False
-    keys: Mapping[Any, Spot] = field(default_factory=dict)
+    keys: Mapping[Any, Spot] = field(default_factory=lambda: _NO_KEYS)
     items: tuple[Spot, ...] = ()
 
     def child(self, part: str | int) -> Spot | None:
@@ -121,11 +126,15 @@ class _Unsure(Exception):
 def read_yaml(text: str) -> YamlDoc | None:
     """Plain data and spots of a one-document YAML text; None where only ruamel can say."""
     loader = _LOADER(text)
+    collecting = gc.isenabled()
+    gc.disable()  # the tree holds no cycles: collections while it grows only cost time
     try:
         return _document(loader.get_event)
     except (_Unsure, yaml.YAMLError):
         return None
     finally:
+        if collecting:
+            gc.enable()
         loader.dispose()
 
 
