@@ -20,7 +20,6 @@ from typing import Any, NamedTuple
 
 import yaml  # type: ignore[import-untyped]
 
-
 _NO_KEYS: Mapping[Any, Any] = MappingProxyType({})  # one empty map shared by the leaves
 
 
