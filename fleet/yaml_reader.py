@@ -11,7 +11,6 @@ types, which a unit test holds equal to ruamel.yaml's own.
 
 from __future__ import annotations
 
-import gc
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +18,8 @@ from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import yaml  # type: ignore[import-untyped]
+
+from fleet.gc_pause import paused
 
 _NO_KEYS: Mapping[Any, Any] = MappingProxyType({})  # one empty map shared by the leaves
 
@@ -125,15 +126,12 @@ class _Unsure(Exception):
 def read_yaml(text: str) -> YamlDoc | None:
     """Plain data and spots of a one-document YAML text; None where only ruamel can say."""
     loader = _LOADER(text)
-    collecting = gc.isenabled()
-    gc.disable()  # the tree holds no cycles: collections while it grows only cost time
     try:
-        return _document(loader.get_event)
+        with paused():  # the tree holds no cycles: collections while it grows only cost
+            return _document(loader.get_event)
     except (_Unsure, yaml.YAMLError):
         return None
     finally:
-        if collecting:
-            gc.enable()
         loader.dispose()
 
 
