@@ -14,9 +14,14 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, NamedTuple
 
 import yaml  # type: ignore[import-untyped]
+
+from fleet.gc_pause import paused
+
+_NO_KEYS: Mapping[Any, Any] = MappingProxyType({})  # one empty map shared by the leaves
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +32,7 @@ class Spot:
     line: int
     column: int
     flow: bool = False
-    keys: Mapping[Any, Spot] = field(default_factory=dict)
+    keys: Mapping[Any, Spot] = field(default_factory=lambda: _NO_KEYS)
     items: tuple[Spot, ...] = ()
 
     def child(self, part: str | int) -> Spot | None:
@@ -122,7 +127,8 @@ def read_yaml(text: str) -> YamlDoc | None:
     """Plain data and spots of a one-document YAML text; None where only ruamel can say."""
     loader = _LOADER(text)
     try:
-        return _document(loader.get_event)
+        with paused():  # the tree holds no cycles: collections while it grows only cost
+            return _document(loader.get_event)
     except (_Unsure, yaml.YAMLError):
         return None
     finally:

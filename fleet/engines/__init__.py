@@ -16,9 +16,9 @@ registered here).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from fleet.engines import llamacpp, sglang, vllm
-from fleet.engines import metrics as _metrics
 from fleet.engines import rules as _rules
 from fleet.engines.base import (
     ENGINE_MEMBERS,
@@ -28,16 +28,29 @@ from fleet.engines.base import (
     Shape,
     concurrency,
 )
-from fleet.engines.llamacpp.memory import LlamaMemory as EngineMemory
 from fleet.engines.report import EngineReport
 from fleet.facts.argv import EngineArgs, program_name, unwrap_shell
-from fleet.facts.engine_metrics import EngineLoad
-from fleet.facts.gguf import GgufFacts
 from fleet.spec.load import LoadedFleet
 from fleet.spec.models import Seat
 from fleet.spec.problems import Problem
 from fleet.spec.seat_budget import SEAT_BUDGETS, register_budget
 from fleet.spec.validate import Rule
+
+if TYPE_CHECKING:  # what only reading a host's /metrics or a model's header needs
+    from fleet.engines.llamacpp.memory import LlamaMemory as EngineMemory
+    from fleet.facts.engine_metrics import EngineLoad
+    from fleet.facts.gguf import GgufFacts
+
+
+def __getattr__(name: str) -> Any:
+    """`EngineMemory` (a llama.cpp seat's buffers), imported when first asked for:
+    `fleet validate` reads no model header."""
+    if name == "EngineMemory":
+        from fleet.engines.llamacpp.memory import LlamaMemory
+
+        return LlamaMemory
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "ENGINES",
@@ -150,12 +163,16 @@ def read_process(argv: Sequence[str]) -> tuple[EngineArgs, Engine | None]:
 
 def engine_load(text: str) -> EngineLoad:
     """Requests running and waiting and tokens generated, from any engine's /metrics."""
-    return _metrics.engine_load(text, ENGINES.values())
+    from fleet.engines import metrics
+
+    return metrics.engine_load(text, ENGINES.values())
 
 
 def running_requests(text: str) -> float | None:
     """The running-requests gauge of whichever engine served `text`; None when absent."""
-    return _metrics.running_requests(text, ENGINES.values())
+    from fleet.engines import metrics
+
+    return metrics.running_requests(text, ENGINES.values())
 
 
 def explain_log(text: str) -> tuple[Engine, dict[str, object], EngineReport]:

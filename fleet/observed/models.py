@@ -8,7 +8,9 @@ Everything here is a fact read off a host; nothing is typed by hand.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from operator import is_
+from types import MappingProxyType
 from typing import Any, Literal
 
 from pydantic import Field, PrivateAttr
@@ -325,7 +327,11 @@ class Observation(CoreModel):
     _by_name: _Memo = PrivateAttr(default_factory=_Memo)
 
     def seat(self, name: str) -> tuple[ObservedHost, ObservedSeat] | None:
-        """Where a managed seat runs, if anywhere (the first host in order, if on two).
+        """Where a managed seat runs, if anywhere (the first host in order, if on two)."""
+        return self.seat_index().get(name)
+
+    def seat_index(self) -> Mapping[str, tuple[ObservedHost, ObservedSeat]]:
+        """`seat` of every managed seat, for a caller that asks of every seat.
 
         An index built once per set of hosts; the identity check (cheap, in C) notices a
         host replaced in `hosts`, which is a plain dict, and builds the index anew.
@@ -339,8 +345,7 @@ class Observation(CoreModel):
                     if seat.managed and self._rather(seat, index.get(seat.name)):
                         index[seat.name] = (host, seat)
             self._by_name.built = (hosts, index)
-        found: tuple[ObservedHost, ObservedSeat] | None = index.get(name)
-        return found
+        return MappingProxyType(index)
 
     def _rather(self, seat: ObservedSeat, than: tuple[ObservedHost, ObservedSeat] | None) -> bool:
         """Of two copies of one seat, the running one the gateway routes to wins."""
@@ -356,15 +361,19 @@ class Observation(CoreModel):
     _copies: _Memo = PrivateAttr(default_factory=_Memo)
 
     def copies(self, name: str) -> list[tuple[ObservedHost, ObservedSeat]]:
-        """Every running managed copy of a seat (two after an interrupted surge); indexed
-        once per set of hosts, as `seat` is."""
+        """Every running managed copy of a seat (two after an interrupted surge)."""
+        return list(self.copies_index().get(name, ()))
+
+    def copies_index(self) -> Mapping[str, tuple[tuple[ObservedHost, ObservedSeat], ...]]:
+        """`copies` of every seat that runs, indexed once per set of hosts as `seat_index` is."""
         hosts = tuple(self.hosts.values())
         source, index = self._copies.built
         if len(source) != len(hosts) or not all(map(is_, source, hosts)):
-            index = {}
+            found: dict[str, list[tuple[ObservedHost, ObservedSeat]]] = {}
             for host in hosts:
                 for seat in host.seats:
                     if seat.managed and seat.instance.running:
-                        index.setdefault(seat.name, []).append((host, seat))
+                        found.setdefault(seat.name, []).append((host, seat))
+            index = {name: tuple(copies) for name, copies in found.items()}
             self._copies.built = (hosts, index)
-        return list(index.get(name, []))
+        return MappingProxyType(index)

@@ -71,9 +71,10 @@ def not_live(gateway: ObservedGateway) -> str | None:
 def _copies(observation: Observation) -> list[Found]:
     names = sorted({s.name for h in observation.hosts.values() for s in h.seats if s.managed})
     found = []
+    where, running = observation.seat_index(), observation.copies_index()
     for name in names:
-        copies = observation.copies(name)
-        live = observation.seat(name)
+        copies = running.get(name, ())
+        live = where.get(name)
         if len(copies) < 2 or live is None:
             continue
         others = [f"port {s.port} on {h.name}" for h, s in copies if s is not live[1]]

@@ -11,7 +11,7 @@ every workflow that observes before it plans, applies or writes the inventory. P
 
 from __future__ import annotations
 
-from fleet.observed.models import Observation
+from fleet.observed.models import Observation, ObservedHost, ObservedSeat
 from fleet.spec.models import DesiredFleet
 
 
@@ -25,16 +25,19 @@ def declared(desired: DesiredFleet) -> DesiredFleet:
 def follow_live_ports(desired: DesiredFleet, observation: Observation) -> DesiredFleet:
     """desired/ with each seat on the port its live copy serves on (of its two)."""
     desired = declared(desired)
+    where = observation.seat_index()
     for name in sorted(desired.seats):
-        if live_ports(observation, name) == {desired.seats[name].second_port}:
+        if live_ports(observation, name, where.get(name)) == {desired.seats[name].second_port}:
             desired = desired.flipped(name)
     return desired
 
 
-def live_ports(observation: Observation, seat: str) -> set[int]:
-    """The ports the seat's managed, running instances serve on; of two copies (an
-    interrupted surge), the one the gateway routes to."""
-    found = observation.seat(seat)
+def live_ports(
+    observation: Observation, seat: str, found: tuple[ObservedHost, ObservedSeat] | None
+) -> set[int]:
+    """The ports the seat's managed, running instances serve on (`found`: where
+    `observation.seat` says it runs); of two copies (an interrupted surge), the one the
+    gateway routes to."""
     if found is None:
         return set()
     ports = {

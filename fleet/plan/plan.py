@@ -13,6 +13,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from fleet.base import CoreModel
+from fleet.gc_pause import paused
 from fleet.names import HASH_LABEL
 from fleet.observed.findings import Finding, find_issues
 from fleet.observed.models import Observation
@@ -100,6 +101,19 @@ def make_plan(
     drift_diff: tuple[str, ...] = (),
 ) -> Plan:
     """The plan for the observed fleet; `only_seats` limits seat actions to those named."""
+    with paused():  # plan builds no cycles: the collector would only walk its inputs again
+        return _plan(desired, observation, prune, only_seats, desired_commit, drift, drift_diff)
+
+
+def _plan(
+    desired: DesiredFleet,
+    observation: Observation,
+    prune: bool,
+    only_seats: frozenset[str],
+    desired_commit: str | None,
+    drift: tuple[str, ...],
+    drift_diff: tuple[str, ...],
+) -> Plan:
     desired = follow_live_ports(desired, observation)
     seat_actions: list[Action] = []
     noops: list[NoOp] = []

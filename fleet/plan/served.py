@@ -27,11 +27,12 @@ def copy_actions(
     """`remove-copy` for each running copy of a seat but the live one."""
     as_declared = declared(desired)
     found = []
+    where, copies = observation.seat_index(), observation.copies_index()
     for name in sorted(as_declared.seats):
-        live = observation.seat(name)
+        live = where.get(name)
         if (only and name not in only) or live is None:
             continue
-        for host, copy in observation.copies(name):
+        for host, copy in copies.get(name, ()):
             if copy is live[1] or host is not live[0] or copy.port is None:
                 continue
             seat = as_declared.seats[name]

@@ -20,18 +20,15 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from fleet.engines import ENGINES
 from fleet.errors import FleetError
 from fleet.facts.argv import argv_of
-from fleet.facts.cgroup import parse_cgroup_unit
 from fleet.facts.instance import Instance
 from fleet.facts.script import LOG_LINES, Fact, FactOutput, Parts
-from fleet.facts.systemctl import PROPERTIES, UnitStatus, parse_show_blocks, unit_status
-from fleet.facts.unit_journal import parse_unit_journal
 from fleet.names import HASH_LABEL, MANAGED_LABEL, SEAT_LABEL
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import ImportLine, RuntimeBase, SeatInstances
@@ -56,10 +53,16 @@ class SystemdHostSettings(RuntimeSettings):
     )
 
 
+if TYPE_CHECKING:  # the facts' parsers are imported where observe reads them, not by validate
+    from fleet.facts.systemctl import UnitStatus
+
+
 def _unit_loop(unit_dir: str, selector: str) -> str:
     """Shell printing, for each unit `selector` loops over (`host_units`, `seat_units`:
     names as the shell globbed them, never word-split from a listing), what observe reads
     of it."""
+    from fleet.facts.systemctl import PROPERTIES
+
     unit_file = f'"{unit_dir}/$u"'
     return (
         "systemctl show -p Version --value >/dev/null 2>&1\nmark systemd-rc $?\n"
@@ -186,6 +189,9 @@ NOT_ANSWERING = "systemd is not answering on this host"
 
 def _read_units(parts: Parts) -> SeatInstances:
     """Every listed unit as an instance, its run's log, and the definitions fleet wrote."""
+    from fleet.facts.systemctl import parse_show_blocks, unit_status
+    from fleet.facts.unit_journal import parse_unit_journal
+
     listed, files = dict(parts["unit"]), dict(parts["unit-file"])
     instances, logs, definitions = [], {}, {}
     for unit in sorted(listed):
@@ -254,6 +260,8 @@ class SystemdRuntime(RuntimeBase):
         return output[UNITS]
 
     def owner(self, cgroup: str) -> str | None:
+        from fleet.facts.cgroup import parse_cgroup_unit
+
         return parse_cgroup_unit(cgroup)
 
     def render_seat(self, seat: Seat, host: Host) -> dict[str, Any]:

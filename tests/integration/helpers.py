@@ -93,8 +93,9 @@ class FleetRepo:
 
 
 def _prune_gateway(desired: Path) -> None:
-    """Drop gateway params and fallbacks that name aliases of seats left out (as keys or in a
-    fallback's chain), and those aliases from the clients that may call them (a client left with none goes)."""
+    """Drop gateway params and fallbacks that name aliases of seats left out (as keys or in
+    a fallback's chain), and those aliases from the clients that may call them (a client
+    left with none goes)."""
     yaml = make_yaml()
     aliases = {
         a

@@ -1,4 +1,5 @@
-"""`python -m tests.lab up|down|status|rewrite-desired DIR [--gpu-hosts N] [--slot N] [--systemd]`.
+"""`python -m tests.lab up|down|status|rewrite-desired DIR|prepare systemd|engines [--gpu-hosts N]
+[--slot N] [--systemd]`.
 
 The lab from the command line. `--slot` (or FLEET_LAB_SLOT) is the slot `up` takes;
 without it `up` takes the lab directory's own slot (or the next free one). `up --systemd`
@@ -6,7 +7,8 @@ also boots the lab's systemd hosts (rtx3090, apu, rtx5070: tests/lab/nspawn.py),
 the llama.cpp example fleet runs. `down` and `status` act on the lab where its state
 records it (its systemd hosts too). `rewrite-desired DIR` points a copy of an example's
 desired/ at the lab (tests/lab/examples.py): desired/'s nominal addresses become the
-lab's; the llama.cpp example's hosts become the lab's systemd hosts.
+lab's; the llama.cpp example's hosts become the lab's systemd hosts. `prepare systemd` and
+`prepare engines` build what the lab caches (tests/lab/prepare.py; install.sh runs them).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from . import examples, nspawn
+from . import examples, nspawn, prepare
 from .lab import Lab
 from .procs import LabError
 from .slots import SLOTS, check_slot
@@ -33,8 +35,10 @@ def slot_arg(value: str) -> int:
 def parse(argv: list[str] | None) -> argparse.Namespace:
     """The command line."""
     parser = argparse.ArgumentParser(prog="python -m tests.lab")
-    parser.add_argument("action", choices=("up", "down", "status", "rewrite-desired"))
-    parser.add_argument("directory", nargs="?", type=Path, help="rewrite-desired: the tree")
+    parser.add_argument("action", choices=("up", "down", "status", "rewrite-desired", "prepare"))
+    parser.add_argument(
+        "directory", nargs="?", help="rewrite-desired: the tree; prepare: systemd or engines"
+    )
     parser.add_argument(
         "--gpu-hosts",
         type=int,
@@ -53,8 +57,14 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
         help="up: also boot the systemd hosts rtx3090, apu, rtx5070 (the llama.cpp example's)",
     )
     args = parser.parse_args(argv)
+    if args.action == "prepare":
+        if args.directory not in ("systemd", "engines"):
+            parser.error("prepare takes systemd or engines")
+        return args
     if (args.action == "rewrite-desired") != (args.directory is not None):
         parser.error("a directory goes with rewrite-desired, and only with it")
+    if args.directory is not None:
+        args.directory = Path(args.directory)
     if args.systemd and args.action != "up":
         parser.error("--systemd goes with up (down and status find the systemd hosts)")
     return args
@@ -71,6 +81,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parse(argv)
     started = time.monotonic()
     try:
+        if args.action == "prepare":
+            for line in prepare.prepare(args.directory):
+                print(f"lab prepare: {line}")
+            return 0
         lab = Lab(gpu_hosts=args.gpu_hosts, slot=args.slot)
         if args.action in ("status", "rewrite-desired"):
             nspawn.running(lab)  # the systemd hosts an `up --systemd` booted

@@ -13,7 +13,8 @@ SSH files and state.
 
 The vLLM image is 2.4 GB: `docker import` takes ~100 s here. So the engine's data root
 is kept between runs in the lab cache, `<cache>/devbox-engine-<key>` (the key names the
-images' rootfs tars; a new key replaces the old directory), held with an flock while the
+images' rootfs tars; a new key replaces the old directory; the install fills it,
+`python -m tests.lab prepare engines`), held with an flock while the
 devbox runs; a second lab on the machine that finds it held imports into its own data
 root instead. Whatever a crashed run left there (containers, networks) is removed before
 the devbox is used.

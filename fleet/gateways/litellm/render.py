@@ -71,6 +71,20 @@ def routes_as_wanted(item: dict[str, Any], wanted: dict[str, Any]) -> bool:
     return bool(item.get("litellm_params") == wanted["litellm_params"])
 
 
+def same(written: Any, wanted: Any) -> bool:
+    """The same value, type for type (1 and 1.0 and True are different values to a YAML
+    reader, though Python compares them equal); the order of a mapping's keys aside."""
+    if type(written) is not type(wanted):
+        return False
+    if isinstance(wanted, dict):
+        return written.keys() == wanted.keys() and all(
+            same(written[k], v) for k, v in wanted.items()
+        )
+    if isinstance(wanted, list):
+        return len(written) == len(wanted) and all(map(same, written, wanted))
+    return bool(written == wanted)
+
+
 def render_gateway_config(
     text: str, desired: DesiredFleet, only: frozenset[str] = frozenset()
 ) -> str:
@@ -83,13 +97,14 @@ def render_gateway_config(
     retired = set(gateway.retired_aliases) if gateway and not only else set()
     wanted = desired_entries(desired, only)
     fallbacks = {a: list(t) for a, t in sorted((gateway.fallbacks if gateway else {}).items())}
-    text = _splice_models(text, read_config(text), wanted, retired, only)
+    edited = _splice_models(text, read_config(text), wanted, retired, only)
     if not only:
-        text = _splice_fallbacks(text, read_config(text), fallbacks, set(wanted) | retired)
+        edited = _splice_fallbacks(edited, read_config(edited), fallbacks, set(wanted) | retired)
     if gateway is not None and gateway.clients:
-        text = splice_custom_auth(text, read_config(text))
-    _check(config_of(read_config(text)), wanted, retired)
-    return text
+        edited = splice_custom_auth(edited, read_config(edited))
+    if edited != text:  # unchanged, every wanted alias already routed as desired: no check
+        _check(config_of(read_config(edited)), wanted, retired)
+    return edited
 
 
 def _splice_models(
@@ -112,6 +127,9 @@ def _splice_models(
             return None  # another seat's entry: --seat leaves it alone
         if alias in pending and not managed and routes_as_wanted(item, wanted[alias]):
             del pending[alias]  # a hand-written entry that already routes as desired: adopted
+            return None
+        if alias in pending and managed and same(item, wanted[alias]):
+            del pending[alias]  # fleet's entry as fleet writes it: its lines stay
             return None
         if alias in pending:
             return alias

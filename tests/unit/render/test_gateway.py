@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from tests.conftest import CORPUS
 from tests.unit.render.test_compose import example
 
 GOLDEN = Path(__file__).parent / "golden"
+Edit = Callable[[str], str]
 CORPUS_CONFIGS = sorted((CORPUS / "litellm-configs").glob("*.yaml"))
 assert CORPUS_CONFIGS, f"no LiteLLM configs under {CORPUS}"
 
@@ -70,3 +72,22 @@ def _entry_spans(text: str) -> dict[int, str]:
         for line in range(entry.line, end):
             owners[line] = entry.alias
     return owners
+
+
+@pytest.mark.parametrize(
+    ("edit", "kept"),
+    [
+        (lambda t: t.replace("id: fleet:sec:sec\n", "id: fleet:sec:sec  # by hand\n", 1), True),
+        (
+            lambda t: t.replace("max_input_tokens: 262144\n", "max_input_tokens: 262144.0\n", 1),
+            False,
+        ),
+    ],
+    ids=["same-value-keeps-its-lines", "a-float-for-an-int-is-rewritten"],
+)
+def test_fleets_entry_is_rewritten_only_when_its_value_differs(edit: Edit, kept: bool) -> None:
+    fleet = example()
+    after = render_gateway_config((GOLDEN / "gateway-before.yaml").read_text(), fleet)
+    edited = edit(after)
+    assert edited != after
+    assert render_gateway_config(edited, fleet) == (edited if kept else after)
