@@ -238,7 +238,11 @@ def _aliases(status: FleetStatus) -> str:
         f"<td>{ {True: 'answers', False: 'dead', None: 'not probed'}[a.answers] }</td></tr>"
         for a in status.aliases
     )
-    clients = "".join(f"<li>{_e(c.name)}: {_e(', '.join(c.aliases))}</li>" for c in status.clients)
+    clients = "".join(
+        f"<li>{_e(c.name)}: {_e(', '.join(c.aliases))} (key at {_e(c.where)}: "
+        f"{_e(c.delivered)})</li>"
+        for c in status.clients
+    )
     return (
         '<section id="aliases"><h2>Aliases</h2><table><thead><tr><th>alias</th><th>seat</th>'
         f"<th>backend</th></tr></thead><tbody>{rows}</tbody></table>"

@@ -31,7 +31,7 @@ from fleet.observed.findings import Finding
 from fleet.observed.models import Observation
 from fleet.plan.live_port import follow_live_ports
 from fleet.plan.plan import Plan
-from fleet.report.inventory import AliasRow, HostSection, SeatRow, build_inventory
+from fleet.report.inventory import AliasRow, HostSection, SeatRow, build_inventory, client_rows
 from fleet.spec.models import DesiredFleet
 
 
@@ -95,12 +95,17 @@ class HostStatus(CoreModel):
 
 
 class ClientStatus(CoreModel):
-    """A gateway client: its name, the aliases it may use, the variable its key is in
-    (never the key). Empty until gateway.yaml declares clients."""
+    """A gateway client: the aliases it may use, where its key lives and whether the key
+    delivered there is one the gateway holds (never the key, nor its hash)."""
 
     name: str
-    aliases: tuple[str, ...] = ()
-    key_variable: str | None = None
+    aliases: tuple[str, ...] = Field((), description='its aliases; ("*",) for every alias')
+    where: str = Field("manual", description="host:file VARIABLE, or manual")
+    keys: int = Field(0, description="how many keys of it the gateway's key file holds")
+    delivered: str = Field(
+        "unknown",
+        description="matches, differs, missing, unreachable, manual, not declared, unknown",
+    )
 
 
 class FleetStatus(CoreModel):
@@ -165,7 +170,7 @@ def build_status(
         drift=plan.drift,
         hosts=hosts,
         aliases=inventory.aliases,
-        clients=_clients(desired),
+        clients=_clients(desired, observation),
         findings=tuple(sorted({*plan.findings, *findings, *regressions}, key=_finding_order)),
     )
 
@@ -174,17 +179,27 @@ def _finding_order(finding: Finding) -> tuple[str, str, str]:
     return (finding.kind.value, finding.target, finding.message)
 
 
-def _clients(desired: DesiredFleet) -> tuple[ClientStatus, ...]:
-    """The gateway's clients and the aliases each may use, once desired/ declares them."""
-    clients = getattr(desired.gateway, "clients", None) or ()
-    return tuple(
+def _clients(desired: DesiredFleet, observation: Observation) -> tuple[ClientStatus, ...]:
+    """Each client desired/ declares or the gateway's key file holds, as the inventory
+    reads them; declared clients only while the key file was not read."""
+    rows = {row.client: row for row in client_rows(desired, observation)}
+    declared = desired.gateway.clients if desired.gateway else {}
+    out = [
         ClientStatus(
-            name=str(getattr(c, "name", c)),
-            aliases=tuple(getattr(c, "aliases", ()) or ()),
-            key_variable=getattr(c, "key_variable", None),
+            name=name,
+            aliases=row.aliases if row.keys or name not in declared else declared[name].allowed(),
+            where=row.where,
+            keys=row.keys,
+            delivered=row.delivered,
         )
-        for c in clients
-    )
+        for name, row in rows.items()
+    ]
+    out += [
+        ClientStatus(name=name, aliases=client.allowed(), where=client.where())
+        for name, client in declared.items()
+        if name not in rows
+    ]
+    return tuple(sorted(out, key=lambda c: c.name))
 
 
 def _host(

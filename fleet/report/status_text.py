@@ -148,10 +148,14 @@ def _clients(status: FleetStatus) -> list[str]:
     if not status.clients:
         return ["clients: none declared"]
     return ["clients:"] + [
-        f"  {printable(c.name)}: {printable(', '.join(c.aliases)) or 'every alias'}"
-        f" (key in ${printable(c.key_variable or '?')})"
+        f"  {printable(c.name)}: {_client_aliases(c.aliases)} (key at {printable(c.where)}:"
+        f" {c.delivered}, {c.keys} at the gateway)"
         for c in status.clients
     ]
+
+
+def _client_aliases(aliases: tuple[str, ...]) -> str:
+    return "every alias" if aliases in ((), ("*",)) else printable(", ".join(aliases))
 
 
 def _findings(status: FleetStatus) -> list[str]:

@@ -132,6 +132,30 @@ def test_apply_delivers_verified_keys_and_a_hand_changed_key_is_drift(fake: Fake
     assert key_file(fake).clients["tanko"].hashes == (hash_key(fresh),), "the old hash went"
 
 
+def test_status_shows_each_client_where_its_key_lives_and_whether_it_matches(
+    fake: FakeFleet,
+) -> None:
+    before = json.loads(fake.fleet("status", "--json").stdout)["clients"]
+    assert [(c["name"], c["where"], c["keys"]) for c in before] == [
+        ("ci", "ci-box:/etc/ci/ci.env CI_LLM_KEY", 0),
+        ("phone", "manual", 0),
+        ("tanko", "agent-box:/etc/environment LITELLM_API_KEY", 0),
+    ]
+    apply(fake)
+    tanko = delivered(fake, "agent-box", "/etc/environment", "LITELLM_API_KEY")
+    fake.hosts["agent-box"].files["/etc/environment"] = "LITELLM_API_KEY=sk-typed-by-hand-0000\n"
+    result = fake.fleet("status")
+    assert (
+        "tanko: chat, coder (key at agent-box:/etc/environment LITELLM_API_KEY: differs, "
+        "1 at the gateway)" in result.stdout
+    ), result.stdout
+    assert "ci: every alias (key at ci-box:/etc/ci/ci.env CI_LLM_KEY: matches" in result.stdout
+    assert "phone: chat (key at manual: manual" in result.stdout
+    clients = {c["name"]: c for c in json.loads(fake.fleet("status", "--json").stdout)["clients"]}
+    assert clients["tanko"]["delivered"] == "differs" and clients["ci"]["delivered"] == "matches"
+    assert tanko not in result.stdout and hash_key(tanko) not in result.stdout
+
+
 def test_a_client_gone_from_desired_is_revoked(fake: FakeFleet) -> None:
     apply(fake)
     text = (fake.desired / "gateway.yaml").read_text()
