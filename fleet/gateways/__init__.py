@@ -17,12 +17,14 @@ gateway's kind by that name.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
-from fleet.observed.models import Observation
 from fleet.spec.host_settings import KIND_SETTINGS, KindSettings, register_kind_settings
 from fleet.spec.models import DesiredFleet, Gateway
+
+if TYPE_CHECKING:  # for annotations only: `fleet validate` observes nothing
+    from fleet.observed.models import Observation
 
 
 class GatewayKind(Protocol):

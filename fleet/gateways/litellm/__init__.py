@@ -11,7 +11,7 @@ key goes in `Authorization: Bearer`. Used through `fleet.gateways.kind_of`.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.facts.openai_models import model_ids
 from fleet.gateways import GatewayKindBase
@@ -20,9 +20,11 @@ from fleet.gateways.litellm.imported import gateway_file
 from fleet.gateways.litellm.served import served_routes
 from fleet.gateways.litellm.settings import LiteLLMSettings
 from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
-from fleet.observed.models import Observation
 from fleet.spec.host_settings import KindSettings
 from fleet.spec.models import DesiredFleet
+
+if TYPE_CHECKING:  # for annotations only: `fleet validate` observes nothing
+    from fleet.observed.models import Observation
 
 
 class LiteLLM(GatewayKindBase):

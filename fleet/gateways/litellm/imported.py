@@ -12,13 +12,15 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fleet.errors import FleetError
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.observed.gateway_config import GatewayEntry
-from fleet.observed.models import Observation
 from fleet.secrets import SECRET_KEY_NAMES
+
+if TYPE_CHECKING:  # for annotations only: `fleet validate` observes nothing
+    from fleet.observed.models import Observation
 
 ROUTED = ("model", "api_base")
 

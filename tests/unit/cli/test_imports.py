@@ -46,7 +46,16 @@ def imported_by(args: list[str]) -> set[str]:
         (
             ["validate"],
             {"pydantic", "yaml", "fleet.spec.load"},
-            {"ruamel", "paramiko", "deepdiff", "git", "docker", "rich", "numpy"},
+            {
+                "ruamel",
+                "paramiko",
+                "deepdiff",
+                "git",
+                "docker",
+                "rich",
+                "numpy",
+                "fleet.observed.models",
+            },
         ),
         (
             ["inventory", "--json"],
