@@ -19,11 +19,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.spec.host_settings import KIND_SETTINGS, KindSettings, register_kind_settings
 from fleet.spec.models import DesiredFleet, Gateway
 
 if TYPE_CHECKING:  # for annotations only: `fleet validate` observes nothing
+    from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
     from fleet.observed.models import Observation
 
 

@@ -15,15 +15,12 @@ from typing import TYPE_CHECKING, Any
 
 from fleet.facts.openai_models import model_ids
 from fleet.gateways import GatewayKindBase
-from fleet.gateways.litellm.config import entry_of, parse_gateway_config
-from fleet.gateways.litellm.imported import gateway_file
-from fleet.gateways.litellm.served import served_routes
 from fleet.gateways.litellm.settings import LiteLLMSettings
-from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
 from fleet.spec.host_settings import KindSettings
 from fleet.spec.models import DesiredFleet
 
 if TYPE_CHECKING:  # for annotations only: `fleet validate` observes nothing
+    from fleet.observed.gateway_config import GatewayConfig, GatewayEntry
     from fleet.observed.models import Observation
 
 
@@ -39,10 +36,14 @@ class LiteLLM(GatewayKindBase):
 
     def served_routes(self, body: Any) -> dict[str, str | None] | None:
         """alias -> api_base of what the running proxy loaded (`/model/info`)."""
+        from fleet.gateways.litellm.served import served_routes
+
         return served_routes(body)
 
     def parse_config(self, text: str) -> GatewayConfig:
-        """Entries and fallbacks of a LiteLLM config."""
+        """Entries and fallbacks of a LiteLLM config (its reader only where one is read)."""
+        from fleet.gateways.litellm.config import parse_gateway_config
+
         return parse_gateway_config(text)
 
     def render_config(self, text: str, desired: DesiredFleet, only: frozenset[str]) -> str:
@@ -56,6 +57,7 @@ class LiteLLM(GatewayKindBase):
     ) -> dict[str, GatewayEntry]:
         """alias -> the model_list item fleet writes, as the neutral entry."""
         from fleet.gateways.litellm import render
+        from fleet.gateways.litellm.config import entry_of
 
         items = render.desired_entries(desired, only)
         return {alias: entry_of(item) for alias, item in items.items()}
@@ -81,6 +83,8 @@ class LiteLLM(GatewayKindBase):
         observation: Observation,
     ) -> tuple[str, dict[str, tuple[str, ...]]]:
         """gateway.yaml from the LiteLLM config as it is."""
+        from fleet.gateways.litellm.imported import gateway_file
+
         return gateway_file(gateway, address, where, observation)
 
 

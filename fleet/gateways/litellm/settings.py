@@ -5,8 +5,6 @@ gateway.yaml's keys that are not the neutral gateway's (`fleet.spec.host_setting
 by the splice (`fleet.gateways.litellm.render`).
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from typing import Any
 

@@ -3,13 +3,17 @@ libraries its work needs and no others (start-up is most of an offline command's
 
 from __future__ import annotations
 
+import gc
 import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+import reconciler.cli
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "desired"
 # an imported module's line ends in its dotted name: "import time: 123 | 456 |   a.b"
@@ -55,6 +59,9 @@ def imported_by(args: list[str]) -> set[str]:
                 "rich",
                 "numpy",
                 "fleet.observed.models",
+                "fleet.observed.gateway_config",
+                "fleet.gateways.litellm.config",
+                "fleet.gateways.litellm.imported",
             },
         ),
         (
@@ -73,3 +80,39 @@ def test_a_command_imports_what_its_work_needs(
     assert needed <= modules
     leaked = {m for m in modules if m in not_needed or m.split(".")[0] in not_needed}
     assert leaked == set()
+
+
+@pytest.fixture
+def collector() -> Iterator[list[bool]]:
+    """Whether the cycle collector ran during each command `main` ran (the collector and
+    its generations as they were, after)."""
+    seen: list[bool] = []
+    yield seen
+    gc.unfreeze()
+    gc.enable()
+
+
+@pytest.mark.parametrize(
+    ("argv", "collecting"),
+    [
+        (["validate"], False),
+        (["explain", "log", "x.log"], False),
+        (["plan"], True),
+        (["reconcile"], True),
+        (["--help"], True),
+    ],
+    ids=["validate", "explain", "plan", "reconcile", "help"],
+)
+def test_only_offline_commands_run_without_the_cycle_collector(
+    monkeypatch: pytest.MonkeyPatch, collector: list[bool], argv: list[str], collecting: bool
+) -> None:
+    def command(args: list[str], context: object) -> int:
+        collector.append(gc.isenabled())
+        return 0
+
+    monkeypatch.setattr(reconciler.cli, "run", command)
+    monkeypatch.setattr(sys, "argv", ["fleet", *argv])
+    with pytest.raises(SystemExit) as done:
+        reconciler.cli.main()
+    assert done.value.code == 0
+    assert collector == [collecting]
