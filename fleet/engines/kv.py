@@ -10,8 +10,6 @@ names the defaults that moved the figures (`assumptions`); `fleet.plan` and `fle
 explain log --model` hand them to the model. Pure.
 """
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 from fleet.base import CoreModel

@@ -7,8 +7,6 @@ vLLM's words where engines share a notion (a llama-server's KV cells are
 not state stays None.
 """
 
-from __future__ import annotations
-
 from enum import StrEnum
 
 from fleet.base import CoreModel

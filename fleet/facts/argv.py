@@ -11,8 +11,6 @@ Sizes follow `human_readable_int`: `40k` is decimal, `40K` binary (`10G` = 10 Gi
 `extra`.
 """
 
-from __future__ import annotations
-
 import json
 import re
 import shlex

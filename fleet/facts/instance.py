@@ -8,8 +8,6 @@ unit starts), labels, the engine's argv, published ports, requested GPUs and env
 a container has (`oci_runtime`) is empty elsewhere.
 """
 
-from __future__ import annotations
-
 from pydantic import Field
 
 from fleet.base import CoreModel

@@ -10,8 +10,6 @@ written here: apply generates each key, delivers it and keeps only its hash at t
 Read by `fleet.spec.models.Gateway`; checked by `fleet.spec.client_rules`.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field, field_validator

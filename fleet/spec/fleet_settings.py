@@ -5,8 +5,6 @@ concurrency band, where the inventory goes, image pinning, SSH, the reconcile lo
 model stores. Strict (`extra="forbid"`) and frozen; field descriptions feed `fleet schema`.
 """
 
-from __future__ import annotations
-
 from typing import Literal
 
 from pydantic import Field

@@ -4,9 +4,7 @@ Part of the desired-state model (`fleet.spec.models`, which re-exports it). The 
 are not the neutral ones are the gateway kind's (`fleet.spec.host_settings`).
 """
 
-from __future__ import annotations
-
-from typing import Literal
+from typing import Literal, Self
 
 from pydantic import (
     AliasChoices,
@@ -42,7 +40,7 @@ class GatewayRestart(CoreModel):
     command: str | None = Field(None, description="Command run on the gateway host.")
 
     @model_validator(mode="after")
-    def _exactly_one(self) -> GatewayRestart:
+    def _exactly_one(self) -> Self:
         if (self.instance is None) == (self.command is None):
             raise ValueError("give exactly one of instance (or container) and command")
         return self
@@ -73,7 +71,7 @@ class GatewayFront(CoreModel):
     )
 
     @model_validator(mode="after")
-    def _two_ports_and_placeholders(self) -> GatewayFront:
+    def _two_ports_and_placeholders(self) -> Self:
         if self.proxy_ports[0] == self.proxy_ports[1]:
             raise ValueError("proxy_ports must be two different ports")
         for name in ("start", "stop"):
@@ -120,7 +118,7 @@ class Gateway(WithSettings):
         return cls.known_backend(value)
 
     @model_validator(mode="after")
-    def _restart_or_front(self) -> Gateway:
+    def _restart_or_front(self) -> Self:
         if self.restart is None and self.front is None:
             raise ValueError("give restart (in place) or front (blue/green), or both")
         return self

@@ -4,9 +4,7 @@ Part of the desired-state model (`fleet.spec.models`, which re-exports it). The 
 are not the neutral ones are the host's runtime's (`fleet.spec.host_settings`).
 """
 
-from __future__ import annotations
-
-from typing import Annotated
+from typing import Annotated, Self
 
 from pydantic import (
     ConfigDict,
@@ -43,7 +41,7 @@ class HostSsh(CoreModel):
     user: str | None = Field(None, description="Login user; beats ssh_config's User [root].")
 
     @model_validator(mode="after")
-    def _alias_or_address(self) -> HostSsh:
+    def _alias_or_address(self) -> Self:
         if not self.alias and not self.address:
             raise ValueError("give either alias (an ssh_config Host) or address")
         return self

@@ -23,8 +23,6 @@ and its package's `register` adds it here, so desired/ is read once `fleet.engin
 import them; a model built before reads a backend's key as an unknown key).
 """
 
-from __future__ import annotations
-
 import difflib
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, ClassVar, Self

@@ -3,8 +3,6 @@
 Used by validation (pinning policy), rendering and plan (which engine version an image is).
 """
 
-from __future__ import annotations
-
 import re
 
 from fleet.base import CoreModel

@@ -18,10 +18,8 @@ the token a `${VAR}` reference fleet passes on stdin, never in the command. Pars
 `Seat.model_origin`, leaving `Seat.model` the path every other reader uses.
 """
 
-from __future__ import annotations
-
 import re
-from typing import Any, Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -84,7 +82,7 @@ class ModelOrigin(CoreModel):
         return value
 
     @model_validator(mode="after")
-    def _one_check(self) -> ModelOrigin:
+    def _one_check(self) -> Self:
         if self.sha256 and self.manifest:
             raise ValueError("give sha256 (a single file) or manifest (a directory), not both")
         if self.kind == "store" and self.token:

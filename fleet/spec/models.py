@@ -7,7 +7,7 @@ Each file's model lives in a module of its own (`fleet_settings`, `host`, `seat`
 `gateway`) and is re-exported here, where every reader of desired/ imports it from.
 """
 
-from __future__ import annotations
+from typing import Self
 
 from pydantic import Field
 
@@ -82,7 +82,7 @@ class DesiredFleet(CoreModel):
         """The seat's instance (compose service): its name, `<name>-b` on its second port."""
         return f"{seat}{SECOND_COPY}" if seat in self.live_on_second else seat
 
-    def flipped(self, seat: str) -> DesiredFleet:
+    def flipped(self, seat: str) -> Self:
         """This fleet with the seat on its other port, as a surge of it leaves it."""
         was = self.seats[seat]
         moved = was.model_copy(update={"port": was.second_port, "surge_port": was.port})

@@ -7,8 +7,6 @@ Read by `fleet.spec.models` (the fields), `fleet.spec.validate` (`check_monitori
 the host exists, ports are a host's own) and `fleet.render.targets` (the files apply writes).
 """
 
-from __future__ import annotations
-
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
@@ -53,7 +51,7 @@ class Monitoring(CoreModel):
     )
 
 
-def check_monitoring(desired: DesiredFleet, src: Sources) -> Iterator[Problem]:
+def check_monitoring(desired: "DesiredFleet", src: "Sources") -> Iterator[Problem]:
     """The monitoring host exists; an exporter's port is not a seat's port on its host."""
     monitoring = desired.settings.monitoring
     if monitoring is not None and monitoring.host not in desired.hosts:

@@ -4,8 +4,6 @@ Produced by `load` (syntax and schema) and `validate` (cross-file rules); printe
 command line, which exits 1 when any of them is an error.
 """
 
-from __future__ import annotations
-
 import re
 
 from fleet.base import CoreModel, Severity

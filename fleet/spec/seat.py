@@ -4,8 +4,6 @@ Part of the desired-state model (`fleet.spec.models`, which re-exports it). The 
 size a seat's KV cache are its engine's (`fleet.spec.seat_budget`).
 """
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import ConfigDict, Field, SerializeAsAny, model_validator

@@ -13,8 +13,6 @@ GPU (`kv_bytes`), a fraction of GPU memory (`memory_fraction`), parallel slots (
 `Seat` exposes them as `kv_cache_bytes`, `gpu_memory_utilization` and `parallel`.
 """
 
-from __future__ import annotations
-
 from fleet.spec.host_settings import BackendSettings
 
 

@@ -5,8 +5,6 @@ the engine as its `BUDGET`: llama-server's cache is `context` x `parallel` cells
 budget or a memory fraction is refused at its key, in the engine's own words.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import ClassVar
 

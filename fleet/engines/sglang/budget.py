@@ -4,8 +4,6 @@ The keys of a seat file that are SGLang's (`fleet.spec.seat_budget`), registered
 engine as its `BUDGET`; `fleet.engines.sglang.rules` holds that the fraction is given.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import ClassVar
 

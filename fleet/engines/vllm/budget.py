@@ -4,8 +4,6 @@ The keys of a seat file that are vLLM's (`fleet.spec.seat_budget`), registered w
 engine as its `BUDGET`; `fleet.engines.vllm.rules` holds that exactly one is given.
 """
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from typing import ClassVar
 
