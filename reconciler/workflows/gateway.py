@@ -11,14 +11,13 @@ The master key comes from the environment variable that desired/gateway.yaml ref
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable, Collection
 from functools import partial
 
 from fleet.engines import engine_for
 from fleet.errors import FleetError, GatewayError
 from fleet.spec.models import DesiredFleet, Gateway
+from reconciler.adapters import environment
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
 from reconciler.runtimes import adapter_for
@@ -27,22 +26,14 @@ from reconciler.workflows.key_check import ensure_key_check
 from reconciler.workflows.proxy import upload_config, url_endpoint, verify_aliases
 from reconciler.workflows.wave_run import Reporter
 
-_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
-
 
 def master_key(gateway: Gateway) -> str | None:
     """The proxy's key from the environment; GatewayError if the variable is unset."""
     if gateway.master_key is None:
         return None
-    match = _REFERENCE.match(gateway.master_key.strip())
-    if match is None:
-        raise GatewayError("gateway master_key must be a ${ENV_VAR} reference")
-    value = os.environ.get(match.group(1))
-    if not value:
-        raise GatewayError(
-            f"environment variable {match.group(1)} (the gateway's master key) is not set"
-        )
-    return value
+    return environment.resolve(
+        gateway.master_key, "gateway master_key", "the gateway's master key", GatewayError
+    )
 
 
 def chats(desired: DesiredFleet, alias: str) -> bool:
