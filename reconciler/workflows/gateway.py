@@ -23,7 +23,7 @@ from reconciler.host import HostSession, Sessions
 from reconciler.runtimes import adapter_for
 from reconciler.workflows import bluegreen, locks
 from reconciler.workflows.key_check import ensure_key_check
-from reconciler.workflows.proxy import upload_config, url_endpoint, verify_aliases
+from reconciler.workflows.proxy import ConfigChange, upload_config, url_endpoint, verify_aliases
 from reconciler.workflows.wave_run import Reporter
 
 
@@ -66,10 +66,12 @@ def switch_config(
     aliases = {alias: chats(desired, alias) for alias in sorted(changed_aliases)}
     key = master_key(gateway)
     ensure_key_check(conn, gateway, new_text)
-    step: Callable[..., float] = bluegreen.switch
+    step: Callable[[ConfigChange], float] = bluegreen.switch
     if gateway.front is None:
         step = partial(restart_in_place, command=restart_command(desired, gateway))
-    seconds = step(conn, gateway, previous, new_text, aliases, key, timeout, reporter, clock)
+    seconds = step(
+        ConfigChange(conn, gateway, previous, new_text, aliases, key, timeout, reporter, clock)
+    )
     if gateway.host in desired.hosts:
         locks.record(
             conn,
@@ -82,30 +84,20 @@ def switch_config(
     return previous
 
 
-def restart_in_place(
-    conn: HostSession,
-    gateway: Gateway,
-    previous: str,
-    new_text: str,
-    aliases: dict[str, bool],
-    key: str | None,
-    timeout: float,
-    reporter: Reporter,
-    clock: Clock,
-    command: str,
-) -> float:
+def restart_in_place(change: ConfigChange, command: str) -> float:
     """Upload, restart the proxy in place (`command`) and verify through the URL: every
     alias is down while it restarts. On failure the previous text goes back (restarted).
     Returns the seconds from the restart until the proxy answered again."""
-    upload_config(conn, gateway, new_text)
+    conn, gateway, reporter, clock = change.conn, change.gateway, change.reporter, change.clock
+    upload_config(conn, gateway, change.new_text)
     reporter.step(f"{gateway.host}: restart the gateway in place")
     began = clock.monotonic()
     try:
         restart(conn, command)
-        verify_aliases(conn, gateway, url_endpoint(gateway), aliases, key, timeout, reporter, clock)
+        verify_aliases(change, url_endpoint(gateway))
     except FleetError:
         reporter.step(f"{gateway.host}: put the previous gateway config back")
-        conn.write_file_atomic(gateway.config_path, previous)
+        conn.write_file_atomic(gateway.config_path, change.previous)
         try:
             restart(conn, command)
         except FleetError as err:
