@@ -30,6 +30,7 @@ from reconciler.workflows.proxy import (
     POLL,
     ConfigChange,
     Endpoint,
+    run_checked,
     upload_config,
     url_endpoint,
     verify_aliases,
@@ -127,18 +128,20 @@ def live_port(conn: HostSession, front: GatewayFront) -> int:
 def point_front(conn: HostSession, front: GatewayFront, at: Endpoint) -> None:
     """Write the upstream file for `at` and reload the front."""
     conn.write_file_atomic(front.upstream_file, nginx.upstream_text(at.address, at.port))
-    _run(conn, front.reload, "front reload", 60.0)
+    run_checked(conn, front.reload, "front reload", 60.0)
 
 
 def _start_new(change: ConfigChange, front: GatewayFront, new: Endpoint) -> None:
     """Steps 1-2: the new proxy runs the new config and serves every changed alias."""
     conn, gateway, reporter, timeout = change.conn, change.gateway, change.reporter, change.timeout
-    _run(conn, _with_port(front.stop, new.port), "stop of a leftover proxy", _stop_bound(front))
+    run_checked(
+        conn, _with_port(front.stop, new.port), "stop of a leftover proxy", _stop_bound(front)
+    )
     reporter.step(f"{gateway.host}: start a proxy with the new config on :{new.port}")
     try:
         upload_config(conn, gateway, change.new_text)
         failpoint.hit("gateway.config_written")
-        _run(conn, _with_port(front.start, new.port), "proxy start", timeout + 60.0)
+        run_checked(conn, _with_port(front.start, new.port), "proxy start", timeout + 60.0)
         wait_ready(conn, kind_of(gateway), new, timeout, change.clock)
         failpoint.hit("gateway.proxy_started")
         reporter.step(f"{gateway.host}: verify {len(change.aliases)} alias(es) on :{new.port}")
@@ -176,7 +179,7 @@ def _undo_front(conn: HostSession, front: GatewayFront, old: Endpoint, reporter:
 def _stop(conn: HostSession, front: GatewayFront, port: int, reporter: Reporter) -> None:
     """Stop the proxy on `port`; a failure is reported (the live proxy serves regardless)."""
     try:
-        _run(conn, _with_port(front.stop, port), "proxy stop", _stop_bound(front))
+        run_checked(conn, _with_port(front.stop, port), "proxy stop", _stop_bound(front))
     except FleetError as err:
         reporter.step(f"{conn.name}: could not stop the proxy on :{port}: {err}")
 
@@ -187,10 +190,3 @@ def _stop_bound(front: GatewayFront) -> float:
 
 def _with_port(template: str, port: int) -> str:
     return template.replace("{port}", shlex.quote(str(port)))
-
-
-def _run(conn: HostSession, command: str, what: str, timeout: float) -> None:
-    result = conn.run(command, timeout=timeout)
-    if result.exit_status != 0:
-        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
-        raise GatewayError(f"{what} (`{command}`) failed: {reason[-1]}")

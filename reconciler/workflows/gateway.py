@@ -23,7 +23,13 @@ from reconciler.host import HostSession, Sessions
 from reconciler.runtimes import adapter_for
 from reconciler.workflows import bluegreen, locks
 from reconciler.workflows.key_check import ensure_key_check
-from reconciler.workflows.proxy import ConfigChange, upload_config, url_endpoint, verify_aliases
+from reconciler.workflows.proxy import (
+    ConfigChange,
+    run_checked,
+    upload_config,
+    url_endpoint,
+    verify_aliases,
+)
 from reconciler.workflows.wave_run import Reporter
 
 
@@ -119,7 +125,4 @@ def restart_command(desired: DesiredFleet, gateway: Gateway) -> str:
 
 def restart(conn: HostSession, command: str) -> None:
     """Restart the proxy with `command`; GatewayError if it fails."""
-    result = conn.run(command, timeout=300)
-    if result.exit_status != 0:
-        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
-        raise GatewayError(f"gateway restart (`{command}`) failed: {reason[-1]}")
+    run_checked(conn, command, "gateway restart", 300.0)

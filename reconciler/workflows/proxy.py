@@ -52,6 +52,15 @@ def upload_config(conn: HostSession, gateway: Gateway, text: str) -> None:
     conn.write_file_atomic(gateway.config_path, text)
 
 
+def run_checked(conn: HostSession, command: str, what: str, timeout: float) -> None:
+    """Run a command of the proxy's (start, stop, restart) or the front's (reload) on the
+    gateway host; GatewayError naming `what` and the last line it printed if it fails."""
+    result = conn.run(command, timeout=timeout)
+    if result.exit_status != 0:
+        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
+        raise GatewayError(f"{what} (`{command}`) failed: {reason[-1]}")
+
+
 def wait_ready(
     conn: HostSession, kind: GatewayKind, at: Endpoint, timeout: float, clock: Clock
 ) -> None:
