@@ -9,18 +9,16 @@ environment (`${ENV_VAR}`) and never reaches any output.
 from __future__ import annotations
 
 import json
-import os
 import queue
-import re
 import threading
 import urllib.error
 import urllib.request
 from typing import Any
 
 from fleet.errors import FleetError
+from reconciler.adapters import environment
 from reconciler.clock import SYSTEM_CLOCK, Clock
 
-_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 RETRIES, PAUSE, TIMEOUT = 3, 2.0, 5.0
 
 
@@ -28,13 +26,7 @@ def webhook_url(setting: str | None) -> str | None:
     """The URL a `${ENV_VAR}` setting names; FleetError if the variable is unset."""
     if not setting:
         return None
-    match = _REFERENCE.match(setting.strip())
-    if match is None:
-        raise FleetError("reconcile.webhook_url must be a ${ENV_VAR} reference")
-    value = os.environ.get(match.group(1))
-    if not value:
-        raise FleetError(f"environment variable {match.group(1)} (the webhook URL) is not set")
-    return value
+    return environment.resolve(setting, "reconcile.webhook_url", "the webhook URL", FleetError)
 
 
 class Notifier:

@@ -22,6 +22,8 @@ from reconciler.cli.app import DesiredOption, clock_of, open_fleet, output_of, s
 from reconciler.cli.apply import TerminalReporter
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from fleet.spec.models import DesiredFleet, Gateway
     from reconciler.cli.output import Output
     from reconciler.host import HostSession, Sessions
@@ -63,10 +65,7 @@ def confirm(ctx: typer.Context, client: ClientArgument, desired: DesiredOption =
     """A manual client's new key was delivered: refuse its older keys from now on."""
     from reconciler.workflows.client_apply import confirm as confirm_delivery
 
-    output = output_of(ctx)
-    repo = open_fleet(output, desired)
-    gateway = _gateway(repo.desired)
-    with _locked(ctx, repo.desired) as (_, conn):
+    with _gateway_locked(ctx, desired) as (output, gateway, conn):
         dropped = confirm_delivery(conn, gateway, client)
     output.line(f"{client}: {'older keys refused' if dropped else 'holds one key: nothing to do'}")
 
@@ -76,10 +75,7 @@ def revoke(ctx: typer.Context, client: ClientArgument, desired: DesiredOption = 
     """Refuse a client's keys at once (its hashes leave the gateway's key file)."""
     from reconciler.workflows.client_apply import revoke as revoke_client
 
-    output = output_of(ctx)
-    repo = open_fleet(output, desired)
-    gateway = _gateway(repo.desired)
-    with _locked(ctx, repo.desired) as (_, conn):
+    with _gateway_locked(ctx, desired) as (output, gateway, conn):
         revoke_client(conn, gateway, client, TerminalReporter(output))
     output.line(f"{client}: revoked")
 
@@ -107,6 +103,19 @@ def _gateway(desired: DesiredFleet) -> Gateway:
     if desired.gateway is None or not desired.gateway.clients:
         raise FleetError("gateway.yaml declares no clients")
     return desired.gateway
+
+
+@contextmanager
+def _gateway_locked(
+    ctx: typer.Context, desired: Path | None
+) -> Iterator[tuple[Output, Gateway, HostSession]]:
+    """What `confirm` and `revoke` work with: the output, desired/'s gateway (it must
+    declare clients) and the gateway host's session, under its apply lock."""
+    output = output_of(ctx)
+    repo = open_fleet(output, desired)
+    gateway = _gateway(repo.desired)
+    with _locked(ctx, repo.desired) as (_, conn):
+        yield output, gateway, conn
 
 
 @contextmanager

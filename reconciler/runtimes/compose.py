@@ -11,19 +11,17 @@ bench and the reconcile loop.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 from typing import Any
 
 from fleet.engines import parse_engine_argv
-from fleet.errors import ApplyError
 from fleet.names import COMPOSE_PROJECT_LABEL, COMPOSE_SERVICE_LABEL, SEAT_LABEL
 from fleet.runtimes.base import Runtime
 from fleet.runtimes.compose import COMPOSE, HEADER, compose_path, project_name, settings_of
-from fleet.secrets import referenced_variables
 from fleet.spec.models import DesiredFleet, Host
 from fleet.yamltext import dump_yaml, load_yaml
+from reconciler.adapters.environment import seat_secrets
 from reconciler.host import HostSession, checked
 from reconciler.runtimes.base import AdoptsHandMade, Snapshot
 
@@ -70,13 +68,7 @@ def env_file(text: str) -> str:
 
     Secrets reach the host only here (mode 0600), never the compose file or desired/.
     """
-    lines = []
-    for name in referenced_variables(text):
-        value = os.environ.get(name)
-        if value is None:
-            raise ApplyError(f"environment variable {name} (used by a seat's env) is not set")
-        lines.append(f"{name}={value}")
-    return "".join(f"{line}\n" for line in lines)
+    return "".join(f"{name}={value}\n" for name, value in seat_secrets(text).items())
 
 
 class ComposeAdapter(AdoptsHandMade):

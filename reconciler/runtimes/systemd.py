@@ -17,19 +17,17 @@ goes with the last one.
 from __future__ import annotations
 
 import json
-import os
 import re
 import shlex
 from typing import Any
 
 from fleet.engines import parse_engine_argv
-from fleet.errors import ApplyError
 from fleet.facts.argv import argv_of
 from fleet.runtimes import systemd_unit as units
 from fleet.runtimes.base import Runtime
 from fleet.runtimes.systemd import SYSTEMD, SystemdHostSettings, dirs_of, parse_unit_definition
-from fleet.secrets import INTERPOLATION
 from fleet.spec.models import SECOND_COPY, DesiredFleet, Host
+from reconciler.adapters.environment import seat_secrets
 from reconciler.host import HostSession
 from reconciler.runtimes.base import AdoptsHandMade, Snapshot
 
@@ -46,17 +44,6 @@ def list_units(host: Host) -> str:
 def unit_names(listed: str) -> list[str]:
     """The names `list_units` printed (a name holding a space or a newline is one name)."""
     return sorted(name for name in listed.split("\0") if name)
-
-
-def secret_values(text: str) -> dict[str, str]:
-    """The environment values the seat's `${VAR}` references need (ApplyError if unset)."""
-    values = {}
-    for name in sorted(set(INTERPOLATION.findall(text))):
-        value = os.environ.get(name)
-        if value is None:
-            raise ApplyError(f"environment variable {name} (used by a seat's env) is not set")
-        values[name] = value
-    return values
 
 
 def systemctl(*words: str) -> str:
@@ -96,7 +83,7 @@ class SystemdAdapter(AdoptsHandMade):
                 conn.run(unused_env_files(name, where))
                 continue
             seat = desired.seats[seat_of(desired, name)]
-            env_text = units.render_env_file(seat, secret_values(" ".join(seat.env.values())))
+            env_text = units.render_env_file(seat, seat_secrets(" ".join(seat.env.values())))
             if env_text is not None:
                 conn.check(f"mkdir -p {shlex.quote(where.env_dir)}")
                 path_of_env = units.env_file_path(seat.name, where.env_dir)

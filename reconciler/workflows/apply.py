@@ -5,7 +5,8 @@ Called by `fleet apply`. Every touched host is locked first. A seat counts as ch
 once its health gate passes; gateway aliases move only after their seats are healthy. On
 any failure everything this apply changed is put back (compose files, the services they
 define, the gateway config) and verified, and `ApplyError("rolled back: <cause>")` says so.
-Each step is recorded in the host's journal.
+Each step is recorded in the host's journal; the putting back is
+`reconciler.workflows.rollback`.
 """
 
 from __future__ import annotations
@@ -19,18 +20,17 @@ from fleet.observed.findings import FindingKind
 from fleet.plan.actions import Action, ActionKind, Wave
 from fleet.plan.live_port import as_planned
 from fleet.plan.plan import Plan
-from fleet.runtimes import runtime_for
 from fleet.spec.models import SECOND_COPY, DesiredFleet
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
-from reconciler.runtimes import adapter_for, hand_made
+from reconciler.runtimes import adapter_for
 from reconciler.workflows import failpoint, locks, targets
 from reconciler.workflows import gateway as gateway_ops
-from reconciler.workflows import seats as seat_ops
 from reconciler.workflows.client_apply import KeyOptions, Show, apply_client_wave
 from reconciler.workflows.drain import drain
 from reconciler.workflows.fetch import FetchOptions, apply_fetch_wave
 from reconciler.workflows.interrupt import Interrupt
+from reconciler.workflows.rollback import rollback
 from reconciler.workflows.seat_wave import Reporter, Undo, apply_seat_wave, by_host
 
 
@@ -328,118 +328,3 @@ def _apply_removals(
             failpoint.hit("removals.removed")
             done.append(f"remove seat {action.target} on {host_name}")
     return done
-
-
-def rollback(
-    desired: DesiredFleet,
-    connections: Sessions,
-    undo: Undo,
-    options: ApplyOptions,
-    reporter: Reporter,
-) -> list[str]:
-    """Put back what `undo` recorded; what was restored (failures to restore included).
-    The gateway goes back first (a surge's aliases to the old copy, which still runs),
-    but after the seats while aliases are handed off: they stay on their fallbacks until
-    their own seat's previous copy serves again."""
-    restored: list[str] = []
-    gateway_back = undo.gateway_previous is not None and desired.gateway is not None
-    if gateway_back and not undo.handed:
-        restored.append(
-            _restore_gateway(connections, desired, undo.gateway_previous or "", options, reporter)
-        )
-    restored += _restore_seats(desired, connections, undo, options, reporter)
-    if gateway_back and undo.handed:
-        restored.append(
-            _restore_gateway(connections, desired, undo.gateway_previous or "", options, reporter)
-        )
-    return restored
-
-
-def _restore_seats(
-    desired: DesiredFleet,
-    connections: Sessions,
-    undo: Undo,
-    options: ApplyOptions,
-    reporter: Reporter,
-) -> list[str]:
-    """Every host's definitions and seats as they were before this apply."""
-    restored: list[str] = []
-    for host_name, previous in undo.definitions.items():
-        host, conn = desired.hosts[host_name], connections.get(host_name)
-        runtime = adapter_for(host)
-        for service in undo.created[host_name]:
-            reporter.step(f"{host_name}: remove new seat {service}")
-            _try(restored, runtime.remove_seat, conn, desired, host, service)
-        _try(restored, runtime.restore, conn, host, previous)
-        restored.append(f"{runtime_for(host).RESTORED} on {host_name}")
-        for container in undo.adopted[host_name]:
-            reporter.step(f"{host_name}: start the hand-made container {container} again")
-            _try(restored, hand_made(host).start_hand_made, conn, container)
-            restored.append(f"hand-made container {container} on {host_name} (started again)")
-        for service in undo.replaced[host_name]:
-            reporter.step(f"{host_name}: restart the previous seat {service}")
-            _try(restored, runtime.start_seat, conn, desired, host, service)
-            restored.append(
-                _await_previous(
-                    connections,
-                    desired,
-                    host_name,
-                    service,
-                    runtime.port_in(previous, service),
-                    options,
-                    clock=options.clock,
-                )
-            )
-    return restored
-
-
-def _restore_gateway(
-    connections: Sessions,
-    desired: DesiredFleet,
-    previous: str,
-    options: ApplyOptions,
-    reporter: Reporter,
-) -> str:
-    """Put the previous config live again, as it went live (blue/green or in place)."""
-    gateway = desired.gateway
-    assert gateway is not None
-    try:
-        if connections.get(gateway.host).read_file(gateway.config_path) == previous:
-            return "gateway config (the failed switch had put it back)"
-    except FleetError as err:
-        return f"gateway config not restored: {err}"
-    reporter.step("put the previous gateway config back")
-    try:
-        gateway_ops.switch_config(
-            connections, desired, previous, (), options.gateway_timeout, reporter, options.clock
-        )
-    except FleetError as err:
-        return f"gateway config restored, but its restart failed: {err}"
-    return "gateway config"
-
-
-def _try(notes: list[str], step: Callable[..., object], *args: object) -> None:
-    """Run one rollback step; a failure is noted, and the rollback goes on."""
-    try:
-        step(*args)
-    except FleetError as err:
-        notes.append(f"rollback step failed: {err}")
-
-
-def _await_previous(
-    connections: Sessions,
-    desired: DesiredFleet,
-    host_name: str,
-    service: str,
-    port: int | None,
-    options: ApplyOptions,
-    clock: Clock = SYSTEM_CLOCK,
-) -> str:
-    """Wait until the restored seat answers /health again."""
-    host, conn = desired.hosts[host_name], connections.get(host_name)
-    deadline = clock.monotonic() + options.seat_timeout
-    while port is not None and clock.monotonic() < deadline:
-        if seat_ops.endpoints(conn, host, port).health_status == 200:
-            return f"seat {service} on {host_name} (serving again)"
-        clock.sleep(2.0)
-    return f"seat {service} on {host_name} (restarted, not verified)"

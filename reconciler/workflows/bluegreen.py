@@ -24,12 +24,13 @@ from fleet.errors import FleetError, GatewayError
 from fleet.gateways import kind_of, nginx
 from fleet.spec.models import Gateway, GatewayFront
 from reconciler.adapters.http import request_via
-from reconciler.clock import Clock
 from reconciler.host import HostSession
 from reconciler.workflows import failpoint
 from reconciler.workflows.proxy import (
     POLL,
+    ConfigChange,
     Endpoint,
+    run_checked,
     upload_config,
     url_endpoint,
     verify_aliases,
@@ -40,18 +41,9 @@ from reconciler.workflows.wave_run import Reporter
 SETTLE_ANSWERS = 2  # consecutive good answers through the front before the old proxy stops
 
 
-def switch(
-    conn: HostSession,
-    gateway: Gateway,
-    previous: str,
-    new_text: str,
-    aliases: dict[str, bool],
-    key: str | None,
-    timeout: float,
-    reporter: Reporter,
-    clock: Clock,
-) -> float:
+def switch(change: ConfigChange) -> float:
     """Run the sequence above; the seconds from the new proxy's start to the old one's stop."""
+    conn, gateway, reporter, clock = change.conn, change.gateway, change.reporter, change.clock
     front = gateway.front
     assert front is not None
     address = front.proxy_address or url_endpoint(gateway).address
@@ -59,18 +51,16 @@ def switch(
     front_answers(conn, gateway)
     new = Endpoint(address, nginx.other_port(front.proxy_ports, old_port))
     began = clock.monotonic()
-    _start_new(
-        conn, gateway, front, previous, new_text, new, aliases, key, timeout, reporter, clock
-    )
+    _start_new(change, front, new)
     reporter.step(f"{gateway.host}: point the front at the proxy on :{new.port} (was :{old_port})")
     try:
         point_front(conn, front, new)
         failpoint.hit("gateway.front_switched")
-        _settle(conn, gateway, aliases, key, timeout, reporter, clock)
+        _settle(change)
     except FleetError as err:
         reporter.step(f"{gateway.host}: point the front back at :{old_port}")
         if _undo_front(conn, front, Endpoint(address, old_port), reporter):
-            _abandon(conn, gateway, front, new, previous, reporter)
+            _abandon(change, front, new)
             where = f"the front points back at the proxy on :{old_port}"
         else:  # the front may serve either proxy now: both keep running, nothing is lost
             where = (
@@ -101,27 +91,18 @@ def front_answers(conn: HostSession, gateway: Gateway) -> None:
         ) from err
 
 
-def _settle(
-    conn: HostSession,
-    gateway: Gateway,
-    aliases: dict[str, bool],
-    key: str | None,
-    timeout: float,
-    reporter: Reporter,
-    clock: Clock,
-) -> None:
+def _settle(change: ConfigChange) -> None:
     """Poll through the front until the changed aliases answer SETTLE_ANSWERS times in a
     row: for a moment after the reload, nginx's old workers still send what they hold to
     the old proxy, which does not know a new alias yet."""
+    clock, reporter = change.clock, change.reporter
     started, good = clock.monotonic(), 0
     while good < SETTLE_ANSWERS:
         try:
-            verify_aliases(
-                conn, gateway, url_endpoint(gateway), aliases, key, timeout, reporter, clock
-            )
+            verify_aliases(change, url_endpoint(change.gateway))
         except GatewayError as err:
             good = 0
-            if clock.monotonic() - started > timeout:
+            if clock.monotonic() - started > change.timeout:
                 raise
             reporter.waiting(f"through the front: {err.message}", clock.monotonic() - started)
             clock.sleep(POLL)
@@ -147,54 +128,39 @@ def live_port(conn: HostSession, front: GatewayFront) -> int:
 def point_front(conn: HostSession, front: GatewayFront, at: Endpoint) -> None:
     """Write the upstream file for `at` and reload the front."""
     conn.write_file_atomic(front.upstream_file, nginx.upstream_text(at.address, at.port))
-    _run(conn, front.reload, "front reload", 60.0)
+    run_checked(conn, front.reload, "front reload", 60.0)
 
 
-def _start_new(
-    conn: HostSession,
-    gateway: Gateway,
-    front: GatewayFront,
-    previous: str,
-    new_text: str,
-    new: Endpoint,
-    aliases: dict[str, bool],
-    key: str | None,
-    timeout: float,
-    reporter: Reporter,
-    clock: Clock,
-) -> None:
+def _start_new(change: ConfigChange, front: GatewayFront, new: Endpoint) -> None:
     """Steps 1-2: the new proxy runs the new config and serves every changed alias."""
-    _run(conn, _with_port(front.stop, new.port), "stop of a leftover proxy", _stop_bound(front))
+    conn, gateway, reporter, timeout = change.conn, change.gateway, change.reporter, change.timeout
+    run_checked(
+        conn, _with_port(front.stop, new.port), "stop of a leftover proxy", _stop_bound(front)
+    )
     reporter.step(f"{gateway.host}: start a proxy with the new config on :{new.port}")
     try:
-        upload_config(conn, gateway, new_text)
+        upload_config(conn, gateway, change.new_text)
         failpoint.hit("gateway.config_written")
-        _run(conn, _with_port(front.start, new.port), "proxy start", timeout + 60.0)
-        wait_ready(conn, kind_of(gateway), new, timeout, clock)
+        run_checked(conn, _with_port(front.start, new.port), "proxy start", timeout + 60.0)
+        wait_ready(conn, kind_of(gateway), new, timeout, change.clock)
         failpoint.hit("gateway.proxy_started")
-        reporter.step(f"{gateway.host}: verify {len(aliases)} alias(es) on :{new.port}")
-        verify_aliases(conn, gateway, new, aliases, key, timeout, reporter, clock)
+        reporter.step(f"{gateway.host}: verify {len(change.aliases)} alias(es) on :{new.port}")
+        verify_aliases(change, new)
         failpoint.hit("gateway.proxy_verified")
     except FleetError as err:
-        _abandon(conn, gateway, front, new, previous, reporter)
+        _abandon(change, front, new)
         raise GatewayError(
             f"the new proxy on :{new.port}: {err}; the old proxy still serves"
         ) from err
 
 
-def _abandon(
-    conn: HostSession,
-    gateway: Gateway,
-    front: GatewayFront,
-    new: Endpoint,
-    previous: str,
-    reporter: Reporter,
-) -> None:
+def _abandon(change: ConfigChange, front: GatewayFront, new: Endpoint) -> None:
     """Stop the new proxy and put the previous config text back: each step runs even when
     the other fails, and a failure is reported."""
+    conn, gateway, reporter = change.conn, change.gateway, change.reporter
     reporter.step(f"{gateway.host}: stop the new proxy on :{new.port}, previous config back")
     try:
-        conn.write_file_atomic(gateway.config_path, previous)
+        conn.write_file_atomic(gateway.config_path, change.previous)
     except FleetError as err:
         reporter.step(f"{gateway.host}: could not put the previous config back: {err}")
     _stop(conn, front, new.port, reporter)
@@ -213,7 +179,7 @@ def _undo_front(conn: HostSession, front: GatewayFront, old: Endpoint, reporter:
 def _stop(conn: HostSession, front: GatewayFront, port: int, reporter: Reporter) -> None:
     """Stop the proxy on `port`; a failure is reported (the live proxy serves regardless)."""
     try:
-        _run(conn, _with_port(front.stop, port), "proxy stop", _stop_bound(front))
+        run_checked(conn, _with_port(front.stop, port), "proxy stop", _stop_bound(front))
     except FleetError as err:
         reporter.step(f"{conn.name}: could not stop the proxy on :{port}: {err}")
 
@@ -224,10 +190,3 @@ def _stop_bound(front: GatewayFront) -> float:
 
 def _with_port(template: str, port: int) -> str:
     return template.replace("{port}", shlex.quote(str(port)))
-
-
-def _run(conn: HostSession, command: str, what: str, timeout: float) -> None:
-    result = conn.run(command, timeout=timeout)
-    if result.exit_status != 0:
-        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
-        raise GatewayError(f"{what} (`{command}`) failed: {reason[-1]}")

@@ -13,8 +13,6 @@ the seat's path. The hub token (`model.token: ${HF_TOKEN}`) goes on stdin.
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
@@ -27,6 +25,7 @@ from fleet.render import model_fetch as render
 from fleet.report.models import progress_line
 from fleet.spec.model_origin import ModelOrigin, ModelStore
 from fleet.spec.models import DesiredFleet
+from reconciler.adapters import environment
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
 from reconciler.workflows import locks
@@ -190,13 +189,7 @@ def _copy(
 
 def _token(reference: str) -> str:
     """The hub token from the controller's environment (it is sent on stdin only)."""
-    match = re.fullmatch(r"\s*\$\{([A-Za-z_][A-Za-z0-9_]*)\}\s*", reference)
-    if match is None:
-        raise ApplyError("model.token must be a ${ENV_VAR} reference")
-    value = os.environ.get(match.group(1))
-    if not value:
-        raise ApplyError(f"environment variable {match.group(1)} (model.token) is not set")
-    return value
+    return environment.resolve(reference, "model.token", "model.token", ApplyError)
 
 
 def _copied(conn: HostSession, tmp: str) -> int:

@@ -11,38 +11,35 @@ The master key comes from the environment variable that desired/gateway.yaml ref
 
 from __future__ import annotations
 
-import os
-import re
 from collections.abc import Callable, Collection
 from functools import partial
 
 from fleet.engines import engine_for
 from fleet.errors import FleetError, GatewayError
 from fleet.spec.models import DesiredFleet, Gateway
+from reconciler.adapters import environment
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import HostSession, Sessions
 from reconciler.runtimes import adapter_for
 from reconciler.workflows import bluegreen, locks
 from reconciler.workflows.key_check import ensure_key_check
-from reconciler.workflows.proxy import upload_config, url_endpoint, verify_aliases
+from reconciler.workflows.proxy import (
+    ConfigChange,
+    run_checked,
+    upload_config,
+    url_endpoint,
+    verify_aliases,
+)
 from reconciler.workflows.wave_run import Reporter
-
-_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
 def master_key(gateway: Gateway) -> str | None:
     """The proxy's key from the environment; GatewayError if the variable is unset."""
     if gateway.master_key is None:
         return None
-    match = _REFERENCE.match(gateway.master_key.strip())
-    if match is None:
-        raise GatewayError("gateway master_key must be a ${ENV_VAR} reference")
-    value = os.environ.get(match.group(1))
-    if not value:
-        raise GatewayError(
-            f"environment variable {match.group(1)} (the gateway's master key) is not set"
-        )
-    return value
+    return environment.resolve(
+        gateway.master_key, "gateway master_key", "the gateway's master key", GatewayError
+    )
 
 
 def chats(desired: DesiredFleet, alias: str) -> bool:
@@ -75,10 +72,12 @@ def switch_config(
     aliases = {alias: chats(desired, alias) for alias in sorted(changed_aliases)}
     key = master_key(gateway)
     ensure_key_check(conn, gateway, new_text)
-    step: Callable[..., float] = bluegreen.switch
+    step: Callable[[ConfigChange], float] = bluegreen.switch
     if gateway.front is None:
         step = partial(restart_in_place, command=restart_command(desired, gateway))
-    seconds = step(conn, gateway, previous, new_text, aliases, key, timeout, reporter, clock)
+    seconds = step(
+        ConfigChange(conn, gateway, previous, new_text, aliases, key, timeout, reporter, clock)
+    )
     if gateway.host in desired.hosts:
         locks.record(
             conn,
@@ -91,30 +90,20 @@ def switch_config(
     return previous
 
 
-def restart_in_place(
-    conn: HostSession,
-    gateway: Gateway,
-    previous: str,
-    new_text: str,
-    aliases: dict[str, bool],
-    key: str | None,
-    timeout: float,
-    reporter: Reporter,
-    clock: Clock,
-    command: str,
-) -> float:
+def restart_in_place(change: ConfigChange, command: str) -> float:
     """Upload, restart the proxy in place (`command`) and verify through the URL: every
     alias is down while it restarts. On failure the previous text goes back (restarted).
     Returns the seconds from the restart until the proxy answered again."""
-    upload_config(conn, gateway, new_text)
+    conn, gateway, reporter, clock = change.conn, change.gateway, change.reporter, change.clock
+    upload_config(conn, gateway, change.new_text)
     reporter.step(f"{gateway.host}: restart the gateway in place")
     began = clock.monotonic()
     try:
         restart(conn, command)
-        verify_aliases(conn, gateway, url_endpoint(gateway), aliases, key, timeout, reporter, clock)
+        verify_aliases(change, url_endpoint(gateway))
     except FleetError:
         reporter.step(f"{gateway.host}: put the previous gateway config back")
-        conn.write_file_atomic(gateway.config_path, previous)
+        conn.write_file_atomic(gateway.config_path, change.previous)
         try:
             restart(conn, command)
         except FleetError as err:
@@ -136,7 +125,4 @@ def restart_command(desired: DesiredFleet, gateway: Gateway) -> str:
 
 def restart(conn: HostSession, command: str) -> None:
     """Restart the proxy with `command`; GatewayError if it fails."""
-    result = conn.run(command, timeout=300)
-    if result.exit_status != 0:
-        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
-        raise GatewayError(f"gateway restart (`{command}`) failed: {reason[-1]}")
+    run_checked(conn, command, "gateway restart", 300.0)

@@ -52,6 +52,15 @@ def upload_config(conn: HostSession, gateway: Gateway, text: str) -> None:
     conn.write_file_atomic(gateway.config_path, text)
 
 
+def run_checked(conn: HostSession, command: str, what: str, timeout: float) -> None:
+    """Run a command of the proxy's (start, stop, restart) or the front's (reload) on the
+    gateway host; GatewayError naming `what` and the last line it printed if it fails."""
+    result = conn.run(command, timeout=timeout)
+    if result.exit_status != 0:
+        reason = (result.stderr.strip() or result.stdout.strip() or "no output").splitlines()
+        raise GatewayError(f"{what} (`{command}`) failed: {reason[-1]}")
+
+
 def wait_ready(
     conn: HostSession, kind: GatewayKind, at: Endpoint, timeout: float, clock: Clock
 ) -> None:
@@ -71,18 +80,30 @@ def wait_ready(
         clock.sleep(POLL)
 
 
-def verify_aliases(
-    conn: HostSession,
-    gateway: Gateway,
-    at: Endpoint,
-    aliases: dict[str, bool],
-    key: str | None,
-    timeout: float,
-    reporter: Reporter,
-    clock: Clock,
-) -> None:
-    """The proxy at `at` lists every alias (polled until `timeout`); those that chat
-    answer one short completion."""
+@dataclass(frozen=True)
+class ConfigChange:
+    """One change of the gateway's config on its way live, as each way of putting it live
+    takes it (blue/green behind the front, or in place): the gateway host's session, the
+    config text before and after, the changed aliases (True: its seat chats, so verifying
+    asks it one completion), the proxy's key, the bound of each wait, where progress goes
+    and the clock waits poll."""
+
+    conn: HostSession
+    gateway: Gateway
+    previous: str
+    new_text: str
+    aliases: dict[str, bool]
+    key: str | None
+    timeout: float
+    reporter: Reporter
+    clock: Clock
+
+
+def verify_aliases(change: ConfigChange, at: Endpoint) -> None:
+    """The proxy at `at` lists every changed alias (polled until the change's timeout);
+    those that chat answer one short completion."""
+    conn, gateway, aliases, key = change.conn, change.gateway, change.aliases, change.key
+    timeout, reporter, clock = change.timeout, change.reporter, change.clock
     kind = kind_of(gateway)
     headers = kind.headers(key)
     started = clock.monotonic()

@@ -10,8 +10,6 @@ owner reads; it never reaches an observation, a plan or a report.
 
 from __future__ import annotations
 
-import os
-import re
 import shlex
 from typing import TYPE_CHECKING
 
@@ -19,12 +17,11 @@ from fleet.errors import ApplyError, FleetError
 from fleet.observed.targets import ObservedTargets
 from fleet.render import targets as rendered
 from fleet.spec.models import DesiredFleet
+from reconciler.adapters import environment
 from reconciler.host import Sessions
 
 if TYPE_CHECKING:  # observe needs none of apply's machinery (ruamel among it)
     from reconciler.workflows.wave_run import Reporter
-
-_REFERENCE = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)\}$")
 
 
 def observe_targets(desired: DesiredFleet, connections: Sessions) -> ObservedTargets | None:
@@ -49,15 +46,8 @@ def gateway_token(desired: DesiredFleet) -> str | None:
     reference = rendered.credentials_reference(desired)
     if reference is None:
         return None
-    match = _REFERENCE.match(reference.strip())
-    if match is None:
-        raise ApplyError("the gateway's scrape credentials must be a ${ENV_VAR} reference")
-    value = os.environ.get(match.group(1))
-    if not value:
-        raise ApplyError(
-            f"environment variable {match.group(1)} (the gateway's scrape credentials) is not set"
-        )
-    return value
+    what = "the gateway's scrape credentials"
+    return environment.resolve(reference, what, what, ApplyError)
 
 
 def write_targets(desired: DesiredFleet, connections: Sessions, reporter: Reporter) -> list[str]:

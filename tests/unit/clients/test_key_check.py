@@ -4,30 +4,20 @@ passes), its re-reading of a replaced file, and its bounds on a hostile one."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
 from fleet.facts.client_keys import KeyedClient, KeyFile, hash_key, parse_key_file
 from fleet.gateways.keyfile import render_key_file
+from tests.fakes.keys import shipped_auth
 
-SHIPPED = Path(__file__).resolve().parents[3] / "reconciler" / "shipped" / "fleet_auth.py"
 KEY_A, KEY_B, MASTER = "sk-fleet-" + "a" * 43, "sk-fleet-" + "b" * 43, "sk-master-0123456789"
 
 
-def load_module() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fleet_auth_under_test", SHIPPED)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-AUTH = load_module()
+AUTH = shipped_auth()
 
 
 def key_file(**clients: tuple[tuple[str, ...], tuple[str, ...]]) -> str:
