@@ -80,7 +80,10 @@ class Engine(Protocol):
     `cpu`, `cuda` or `rocm`, None when not known).
     `speculative_counts` turns /metrics samples (summed over labels) into the counters
     bench takes deltas of: `accepted` draft tokens, proposed `draft_tokens`, `drafts`
-    (verify steps); empty where the engine exports none. `lacks_mtp_layers`: a method that
+    (verify steps); empty where the engine exports none. `stream_decode_rate`: the decode
+    tok/s the engine states of a request in an event of its streamed reply (llama.cpp's
+    last chunk has its `timings`), None where it states none (bench then times the events
+    as they arrive). `lacks_mtp_layers`: a method that
     drafts with the model's own MTP layers is asked of a model without them (`layers` from
     config.json, else the engine's model families).
     EXECUTABLE is an extended regular expression matching how a host starts the engine
@@ -153,6 +156,8 @@ class Engine(Protocol):
     ) -> bool: ...
 
     def speculative_counts(self, samples: dict[str, float], seat: Seat) -> dict[str, float]: ...
+
+    def stream_decode_rate(self, event: Mapping[str, Any]) -> float | None: ...
 
     def predict_memory(
         self, header: GgufFacts, size_bytes: int | None, seat: Seat, where: str
@@ -265,6 +270,10 @@ class EngineBase:
     def speculative_counts(self, samples: dict[str, float], seat: Seat) -> dict[str, float]:
         """None of the counters: the engine exports none."""
         return {}
+
+    def stream_decode_rate(self, event: Mapping[str, Any]) -> float | None:
+        """None: the engine states no decode rate in its stream."""
+        return None
 
 
 def concurrency(kv_tokens: int | None, context: int | None) -> float | None:

@@ -2,7 +2,9 @@
 
 Per seat, serially (probes on one GPU never confound each other): one warm-up request,
 then `runs` streamed requests at concurrency 1 with a fixed prompt; decode tok/s per
-request = (tokens - 1) / (last token - first token), and the time to the first token.
+request = what the engine states of it in its stream where it does (llama.cpp's
+`timings`), else (tokens - 1) / (last token - first token) as the events arrive; and the
+time to the first token.
 Speculative decoding: the engine's /metrics counter deltas over those runs. With `depth`,
 one request whose prompt fills ~0.97 of the context (distinct words, sized with the
 engine's /tokenize where it has one), `max_tokens` 1: prefill tok/s, then the engine log
@@ -20,7 +22,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
 
-from fleet.engines import engine_for
+from fleet.engines import Engine, engine_for
 from fleet.errors import FleetError
 from fleet.facts.engine_metrics import sum_samples
 from fleet.names import HASH_LABEL
@@ -121,7 +123,8 @@ def bench_seat(
     _request(target, sessions, desired, PROMPT, options.max_tokens)  # warm-up
     rates, ttfts = [], []
     for _ in range(options.runs):
-        rate, ttft = _decode(_request(target, sessions, desired, PROMPT, options.max_tokens))
+        stream = _request(target, sessions, desired, PROMPT, options.max_tokens)
+        rate, ttft = measured_decode(stream, engine_for(seat.engine))
         rates += [rate] if rate is not None else []
         ttfts += [ttft] if ttft is not None else []
     after = _counters(sessions, desired, seat)
@@ -173,13 +176,29 @@ def _request(
     return stream
 
 
-def _decode(stream: Stream) -> tuple[float | None, float | None]:
-    """(decode tok/s, time to first token) of one streamed request."""
+def measured_decode(stream: Stream, engine: Engine) -> tuple[float | None, float | None]:
+    """(decode tok/s, time to first token) of one streamed request: the engine's own
+    figure where its stream states one, else timed by the events' arrival (events a busy
+    link delivered in one burst make that figure too high)."""
     content = [stamp for stamp, data in stream.events if _has_content(data)]
     tokens = _usage_tokens(stream) or len(content)
     if not content:
         return None, None
-    return decode_rate(content[0], content[-1], tokens), content[0] - stream.sent_at
+    stated = _stated_rate(stream, engine)
+    rate = stated if stated is not None else decode_rate(content[0], content[-1], tokens)
+    return rate, content[0] - stream.sent_at
+
+
+def _stated_rate(stream: Stream, engine: Engine) -> float | None:
+    for _, data in reversed(stream.events):
+        try:
+            event = json.loads(data)
+        except (ValueError, RecursionError):
+            continue
+        rate = engine.stream_decode_rate(event) if isinstance(event, dict) else None
+        if rate is not None:
+            return round(rate, 2)
+    return None
 
 
 def _has_content(data: str) -> bool:

@@ -15,8 +15,9 @@ validate` reads none, and every module imported costs each start of the command 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from fleet.engines.base import EngineBase, MetricNames, SeatLine, Shape
 from fleet.engines.llamacpp.argv import OWN_FLAGS as OWN_FLAGS
@@ -231,6 +232,21 @@ def speculative_counts(samples: dict[str, float], seat: Seat) -> dict[str, float
     from fleet.engines.metrics import named_counts
 
     return named_counts(samples, METRICS)
+
+
+def stream_decode_rate(event: Mapping[str, Any]) -> float | None:
+    """The decode speed llama-server measured of the request itself, in its stream's last
+    chunk (`timings`: `predicted_n` tokens in `predicted_ms`): what the controller's clock
+    cannot see when a busy link hands it the events in bursts. None without such timings."""
+    timings = event.get("timings")
+    if not isinstance(timings, Mapping):
+        return None
+    tokens, millis = timings.get("predicted_n"), timings.get("predicted_ms")
+    if not isinstance(tokens, int) or isinstance(tokens, bool) or tokens < 2:
+        return None
+    if not isinstance(millis, int | float) or isinstance(millis, bool):
+        return None
+    return tokens / (millis / 1000) if math.isfinite(millis) and millis > 0 else None
 
 
 def predict_memory(
