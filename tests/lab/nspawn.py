@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from . import models, procs, sshcfg
+from . import models, nspawn_cgroup, procs, sshcfg
 from .bringup import port_open, procs_path, wait_for
 from .hosts import LabHost, write_gpu_state
 from .image import ENGINE_SRC
@@ -164,7 +164,11 @@ def running(lab: Lab) -> list[SystemdHost]:
 def prepare(lab: Lab, host: SystemdHost) -> None:
     """Record the host, then its folders, models, host key and layer."""
     with lab.state.lock:
-        lab.state.hosts[host.name] = {"root": str(host.root), "run_dir": str(host.run_dir)}
+        lab.state.hosts[host.name] = {
+            "root": str(host.root),
+            "run_dir": str(host.run_dir),
+            "cgroup": host.machine,  # its own cgroup (nspawn_cgroup), for `down`
+        }
     lab.state.add("bridge", host.veth)
     for sub in ("models", "logs", "srv-fleet"):  # srv-fleet: so lab.reset() finds it
         (host.root / sub).mkdir(parents=True, exist_ok=True)
@@ -193,7 +197,10 @@ def start(lab: Lab, host: SystemdHost, rootfs: Path) -> int:
     the container's pid 1 (as this machine numbers it)."""
     env = {"PATH": procs_path(), "LANG": "C.UTF-8", "SYSTEMD_NSPAWN_LOCK": "0"}
     log = host.root / "logs" / "nspawn.log"
-    record, proc = procs.spawn(ROLE, host.name, nspawn_command(lab, host, rootfs), log, env)
+    command = nspawn_cgroup.started_in(
+        nspawn_cgroup.make(host.machine), nspawn_command(lab, host, rootfs)
+    )
+    record, proc = procs.spawn(ROLE, host.name, command, log, env)
     lab.children.append(proc)
     lab.state.add_proc(record)
     wait_for(f"{host.veth} of {host.name} (see {log})", lambda: link_exists(host.veth), 30)
@@ -293,3 +300,4 @@ def halt(lab: Lab, hosts: list[SystemdHost]) -> None:
         subprocess.run(["ip", "link", "delete", host.veth], capture_output=True)
         shutil.rmtree(host.root / "overlay", ignore_errors=True)
         shutil.rmtree(host.run_dir, ignore_errors=True)
+        nspawn_cgroup.remove(host.machine)

@@ -28,7 +28,7 @@ import docker
 import docker.errors
 import requests
 
-from . import claims, procs
+from . import claims, nspawn_cgroup, procs
 from .state import LabState
 
 # nspawn: systemd hosts (nspawn.py); nspawn-init: a host's pid 1 still there after its
@@ -184,6 +184,8 @@ def remove_files(state: LabState, plan: Footprint) -> None:
     for host in state.hosts.values():
         shutil.rmtree(Path(host["root"]) / "docker", ignore_errors=True)
         shutil.rmtree(Path(host["root"]) / "overlay", ignore_errors=True)  # a systemd host's
+        if host.get("cgroup"):
+            nspawn_cgroup.remove(host["cgroup"])
         usage = Path(host["root"]) / "gpu" / "usage"
         for path in usage.glob("*.json") if usage.is_dir() else []:
             path.unlink(missing_ok=True)
