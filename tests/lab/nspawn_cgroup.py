@@ -7,7 +7,8 @@ one `/payload`, and so their pid 1s one `system.slice`. When one host's systemd 
 `system.slice/<unit>.service` after its unit ended while another host started a unit of
 that name, the start failed with 219/CGROUP (`Failed to attach to cgroup
 /system.slice/systemd-sysctl.service: No such file or directory`) and the host booted
-degraded: systemd-sysctl on one run, ssh.service on others. Each nspawn now starts in
+degraded (seen with systemd-sysctl; very likely the earlier ssh.service and
+systemd-tmpfiles-setup-dev failures too). Each nspawn now starts in
 `/fleet-lab/<machine>` of every hierarchy it uses (the machine name carries the lab's
 slot), and the host's `halt` or the lab's `down` removes that cgroup again.
 """
