@@ -6,9 +6,9 @@ estimate of the live log is within 1% of both figures.
 The offline test (tests/unit/facts/test_kv_real_cpu.py) holds the estimate to every
 recording; this module holds the recording to the engine, so a change of the installed
 engine that moves the figures shows here. Each start is `tests/lab/real/record_kv.py`'s, a
-plain process (no Docker, no lab hosts) with `--enforce-eager`, one after the other: about
-a minute of CPU each. Skipped, with the reason, unless the real vLLM is installed
-(tests.lab.real.require, FLEET_REAL_ENGINES=0).
+plain process (no Docker, no lab hosts) with `--enforce-eager`, its engine core and worker
+in that one process: about 15 s of CPU each on an idle machine. Skipped, with the reason,
+unless the real vLLM is installed (tests.lab.real.require, FLEET_REAL_ENGINES=0).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ def test_the_live_engine_logs_what_was_recorded(case: str, tmp_path: Path) -> No
 
     family, flags = record_kv.CASES[case]
     log = tmp_path / f"{case}.log"
-    ready, _ = record_kv.start(family, flags, log)
+    ready, _ = record_kv.start(family, flags, log, one_process=True)
     assert ready, log.read_text()[-3000:]
     live = parse_vllm_log(log.read_text())
     recorded = parse_vllm_log((record_kv.CORPUS / f"{case}.log").read_text())
