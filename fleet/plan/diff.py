@@ -22,8 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from deepdiff import DeepDiff
-
 from fleet.base import CoreModel
 from fleet.engines import engine_for, read_process
 from fleet.names import HASH_LABEL
@@ -83,28 +81,26 @@ def diff_seat(desired: SeatShape, observed: SeatShape) -> list[FieldChange]:
     left = {k: observed.get(k) for k in fields}
     right = {k: desired.get(k) for k in fields}
     differ = [k for k in fields if not _same(left[k], right[k])]
-    delta = (
-        DeepDiff(
+    delta: Any = {}
+    if differ:
+        # imported here: a plan of seats in sync never needs it, and deepdiff with what it
+        # imports (numpy, where installed) is a fifth of a command's start-up
+        from deepdiff import DeepDiff
+
+        delta = DeepDiff(
             {k: left[k] for k in differ},
             {k: right[k] for k in differ},
             view="tree",
             ignore_numeric_type_changes=True,
         )
-        if differ
-        else {}
-    )
     changes: dict[str, FieldChange] = {}
     for level in (lvl for group in delta.values() for lvl in group):
-        path = level.path(output_format="list")
-        field = (
-            ".".join(str(p) for p in path[:2])
-            if path and path[0] == "speculative"
-            else str(path[0])
-        )
-        top = path[0]
-        changes[field] = FieldChange(
-            field=field, old=_at(left[top], path[1:2]), new=_at(right[top], path[1:2])
-        )
+        top, *below = level.path(output_format="list")
+        # a speculative setting is named on its own; any other field whole (a list's item
+        # path, `gpus[1]`, would name no value: `gpus: [0] -> [0, 1]`)
+        sub = below[:1] if top == "speculative" else []
+        field = ".".join(str(p) for p in (top, *sub))
+        changes[field] = FieldChange(field=field, old=_at(left[top], sub), new=_at(right[top], sub))
     if "extra_args" in changes:
         del changes["extra_args"]
         changes.update(
