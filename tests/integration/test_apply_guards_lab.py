@@ -9,10 +9,10 @@ terminal, a running argv without its KV flag, a stale saved plan."""
 
 from __future__ import annotations
 
-import git
 import pytest
 
 from fleet.gateways.litellm.config import parse_gateway_config
+from tests.gitlog import last_commit
 from tests.integration.helpers import FleetRepo, apply, argv_of, chat, drop_front
 
 pytestmark = pytest.mark.lab
@@ -30,7 +30,7 @@ def test_engine_that_fails_rolls_back(one: FleetRepo) -> None:
     assert argv_of(one.lab, "tower", "flash") == argv_before
     assert chat(one.lab, "flash")[0] == 200, "the previous seat serves again"
     assert one.lab.gateway_config() == config_before, "aliases unchanged"
-    log = git.Repo(one.root).head.commit.message
+    log = last_commit(one.root).message
     assert log.startswith("edit seats/flash.yaml"), "no commit after a failed apply"
 
 

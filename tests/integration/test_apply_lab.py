@@ -12,6 +12,7 @@ import git
 import pytest
 
 from fleet.gateways.litellm.config import parse_gateway_config
+from tests.gitlog import last_commit
 from tests.integration.helpers import FleetRepo, apply, argv_of, chat, make_repo
 from tests.lab.lab import Lab
 
@@ -19,7 +20,7 @@ pytestmark = pytest.mark.lab
 
 
 def test_create_then_idempotent_and_committed(one: FleetRepo, tmp_path: Path) -> None:
-    applied = git.Repo(one.root).head.commit.hexsha
+    applied = last_commit(one.root).hexsha
     seat_file = one.desired / "seats" / "flash.yaml"
     seat_file.write_text(seat_file.read_text() + "# an edit nobody committed\n")
     dirty = one.fleet("apply", "--auto-approve")
@@ -41,8 +42,8 @@ def test_create_then_idempotent_and_committed(one: FleetRepo, tmp_path: Path) ->
     assert (status == 200 and '"model": "summarizer"' in body) or "flash" in body
     again = one.fleet("plan")
     assert again.returncode == 0, again.stdout + again.stderr
-    head = git.Repo(one.root).head.commit
-    assert sorted(head.stats.files) == ["inventory/INVENTORY.json", "inventory/INVENTORY.md"]
+    head = last_commit(one.root, files=True)
+    assert sorted(head.files) == ["inventory/INVENTORY.json", "inventory/INVENTORY.md"]
     assert head.message.startswith("fleet apply: ")
     assert "- create seat flash on tower" in head.message
     assert "- add alias summarizer" in head.message

@@ -13,10 +13,10 @@ import os
 from pathlib import Path
 from unittest import mock
 
-import git
 import pytest
 
 from bench import apply_bench, downtime_bench, observe_bench
+from tests.gitlog import last_commit
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.lab.lab import Lab
 
@@ -67,9 +67,9 @@ def test_bench_measures_records_and_raises_regressions(measured: FleetRepo) -> N
     assert isinstance(spec, dict)
     assert abs(float(spec["acceptance_rate"]) - ACCEPTANCE) <= 0.05 * ACCEPTANCE
     assert abs(float(spec["mean_acceptance_length"]) - (1 + 3 * ACCEPTANCE)) <= 0.05 * 2.8
-    head = git.Repo(repo.root).head.commit
+    head = last_commit(repo.root, files=True)
     assert head.message.startswith("fleet bench: 2 seat(s) measured")
-    assert sorted(head.stats.files) == [
+    assert sorted(head.files) == [
         "inventory/BENCH.json",
         "inventory/INVENTORY.json",
         "inventory/INVENTORY.md",

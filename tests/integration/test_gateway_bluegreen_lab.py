@@ -51,6 +51,7 @@ from fleet.errors import HostUnreachable
 from fleet.gateways.litellm.config import parse_gateway_config
 from fleet.yamltext import dump_yaml, make_yaml
 from tests.dashboard import load_generator
+from tests.gitlog import last_commit
 from tests.integration.helpers import (
     FleetRepo,
     _prune_gateway,
@@ -186,7 +187,7 @@ def test_sigterm_mid_apply_rolls_back_releases_the_lock_and_commits(fleet: Fleet
     assert process.returncode == 143, output
     assert "error: interrupted by SIGTERM: rolled back what this apply changed" in output
     assert fleet.lab.run("tower", f"test -e {LOCK} || echo none").stdout.strip() == "none"
-    message = str(git.Repo(fleet.root).head.commit.message)
+    message = str(last_commit(fleet.root).message)
     assert message.startswith("fleet apply: interrupted by SIGTERM: rolled back"), message
     assert "- rolled back: seat coder on tower (serving again)" in message
     assert chat(fleet.lab, "coder")[0] == 200

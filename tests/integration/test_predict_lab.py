@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import git
 import pytest
 
 from tests.conftest import CORPUS
+from tests.gitlog import last_commit
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.lab.lab import Lab
 from tests.waiting import wait_until
@@ -121,4 +121,4 @@ def test_a_budget_fit_chooses_applies_in_band(running: FleetRepo) -> None:
     applied = repo.fleet("apply", "--auto-approve", "--seat", "flash", "--timeout", "120")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert "tower: seat flash healthy" in applied.stdout
-    assert git.Repo(repo.root).head.commit.message.startswith("fleet apply: ")
+    assert last_commit(repo.root).message.startswith("fleet apply: ")

@@ -34,6 +34,7 @@ import git
 import pytest
 
 from fleet.errors import FleetError
+from tests.gitlog import last_commit
 from tests.integration import real_vllm_checks
 from tests.integration.helpers import FleetRepo, make_repo, request_url
 from tests.lab.devbox import Devbox
@@ -320,7 +321,7 @@ def test_a_cpu_quota_on_a_real_seat_is_a_regression_until_lifted(real_fleet: Fle
     repo, lab = real_fleet, real_fleet.lab
     code, baseline = bench_gguf(repo, "--write")
     assert code == 0 and baseline["baseline_ratio"] == 1.0, baseline
-    assert "fleet bench: " in git.Repo(repo.root).head.commit.message  # the committed baseline
+    assert "fleet bench: " in last_commit(repo.root).message  # the committed baseline
     unlimited = float(os.cpu_count() or 1)  # `--cpus 0` leaves the quota as it was
     try:
         # The tiny model decodes ~1,300 tok/s on a core; under a quota its spinning threads

@@ -32,6 +32,7 @@ from pathlib import Path
 import git
 import pytest
 
+from tests.gitlog import last_commit
 from tests.integration.helpers import FleetRepo, make_repo
 from tests.lab.lab import Lab
 from tests.waiting import wait_until
@@ -77,8 +78,8 @@ def test_one_cycle_applies_reports_heals_and_holds(remote_repo: FleetRepo, tmp_p
     applied = repo.fleet("reconcile", "--once", "--auto-apply")
     assert applied.returncode == 0, applied.stdout + applied.stderr
     assert state(lab, "fleet-tower-coder-1") == "running"
-    remote = git.Repo(tmp_path / "remote.git")
-    assert remote.commit("main").message.startswith("fleet apply: ")  # inventory pushed
+    pushed = last_commit(tmp_path / "remote.git", "main")
+    assert pushed.message.startswith("fleet apply: ")  # inventory pushed
 
     lab.docker("tower", "stop", "-t", "0", "fleet-tower-coder-1")
     reported = repo.fleet("reconcile", "--once", "--log-format", "json")
@@ -255,7 +256,7 @@ def measures_until_restored(repo: FleetRepo, lab: Lab) -> None:
             interval=0.5,
         )  # type: ignore[misc]
         assert restored["was"] == "warning"
-        head = git.Repo(repo.root).head.commit.message
+        head = last_commit(repo.root).message
         assert head.startswith("fleet bench: ")  # the loop committed no measurement
     except AssertionError as failure:
         tail = "".join(loop_log(loop)[-40:])
@@ -337,9 +338,9 @@ def test_the_loop_applies_pushed_commits_backs_off_and_is_scraped(
         stderr=subprocess.DEVNULL,
     )
     try:
-        remote = git.Repo(tmp_path / "remote.git")
+        remote = tmp_path / "remote.git"
         wait_until(
-            lambda: remote.commit("main").message.startswith("fleet apply: "),
+            lambda: last_commit(remote, "main").message.startswith("fleet apply: "),
             120,
             "the first apply and its pushed inventory commit",
             interval=0.5,

@@ -10,9 +10,9 @@ import time
 import urllib.request
 from pathlib import Path
 
-import git
 import pytest
 
+from tests.gitlog import last_commit
 from tests.integration.helpers import make_repo
 from tests.lab.lab import Lab
 from tests.waiting import poll
@@ -111,4 +111,4 @@ def test_sglang_seat_applies_observes_plans_benches_imports_and_drains(
     release.join(timeout=5)
     assert answer and answer[0].endswith("data: [DONE]\n\n"), answer  # finished, not cut off
     assert SEAT not in clean_lab.docker("rig", "ps", "--format", "{{.Names}}").stdout
-    assert git.Repo(repo.root).head.commit.message.startswith("fleet apply")
+    assert last_commit(repo.root).message.startswith("fleet apply")

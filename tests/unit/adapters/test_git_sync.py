@@ -3,12 +3,20 @@ replayed onto a moved upstream. On real Git repositories in a temporary director
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from pathlib import Path
 
 import git
 import pytest
 
-from reconciler.adapters.git import changed_since, sync_upstream
+from reconciler.adapters.git import (
+    changed_since,
+    commit_files,
+    head_commit,
+    read_committed,
+    sync_upstream,
+)
 
 GENERATED = ("inventory/INVENTORY.md", "inventory/INVENTORY.json")
 
@@ -68,3 +76,39 @@ def test_fleets_own_commit_is_replayed_a_persons_is_not(clones: tuple[git.Repo, 
     person.git.push("origin", "HEAD:main")
     assert sync_upstream(desired(loop), GENERATED)[0] == "diverged"
     assert (desired(loop) / "fleet.yaml").read_text() == "name: mine\n"  # nothing discarded
+
+
+def git_children() -> set[tuple[int, str]]:
+    """This process's live `git` children: (pid, command line)."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except (OSError, IndexError):
+            continue
+        if int(fields[1]) == os.getpid() and fields[0] != "Z" and cmdline.startswith("git "):
+            found.add((int(stat.parent.name), cmdline.strip()))
+    return found
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda loop: head_commit(desired(loop)),
+        lambda loop: read_committed(desired(loop) / "fleet.yaml"),
+        lambda loop: sync_upstream(desired(loop), GENERATED),
+        lambda loop: changed_since(desired(loop), "HEAD~0"),
+        lambda loop: commit_files([desired(loop) / "fleet.yaml"], "x", record=True),
+    ],
+    ids=["head_commit", "read_committed", "sync_upstream", "changed_since", "commit_files"],
+)
+def test_each_call_leaves_no_git_process_behind(
+    clones: tuple[git.Repo, git.Repo], call: Callable[[git.Repo], object]
+) -> None:
+    """A `fleet reconcile` cycle makes these calls every interval: a `git cat-file` kept
+    open by each would pile up until the garbage collector ran."""
+    loop, _ = clones
+    before = git_children()
+    call(loop)
+    assert git_children() - before == set()

@@ -15,9 +15,9 @@ import io
 import json
 from pathlib import Path
 
-import git
 import pytest
 
+from tests.gitlog import last_commit
 from tests.unit.cli.fake_fleet import COMPOSE, MASTER_KEY, FakeFleet, make_fleet
 
 LOCK = "/srv/fleet/.fleet.lock"
@@ -84,7 +84,7 @@ def test_kv_flag_missing_from_the_running_argv_rolls_back(one: FakeFleet) -> Non
     assert tower.containers["flash"].argv == before and tower.containers["flash"].running
     assert tower.files[COMPOSE] == compose_before
     assert tower.started == ["flash", "flash", "flash"], "created, replaced, put back"
-    log = git.Repo(one.root).head.commit.message
+    log = last_commit(one.root).message
     assert log.startswith("edit seats/flash.yaml"), "no commit after a failed apply"
 
 

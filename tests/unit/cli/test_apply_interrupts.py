@@ -25,6 +25,7 @@ import pytest
 
 from reconciler.workflows.interrupt import Interrupt
 from tests.fakes.gateway import FakeGateway
+from tests.gitlog import last_commit
 from tests.unit.cli.fake_fleet import GATEWAY_CONFIG, MASTER_KEY, FakeFleet, make_fleet
 
 LOCK = "/srv/fleet/.fleet.lock"
@@ -81,7 +82,7 @@ def steps(fake: FakeFleet) -> list[dict[str, str]]:
 
 
 def head_message(fake: FakeFleet) -> str:
-    return str(git.Repo(fake.root).head.commit.message)
+    return str(last_commit(fake.root).message)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["sigterm", "sigint"])

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import git
 import pytest
 
 from fleet.engines import llamacpp, sglang, vllm
@@ -21,6 +20,7 @@ from fleet.observed.bench import BenchRecord, BenchResult, DecodeStats, render_r
 from fleet.report.schema import fleet_schema
 from fleet.report.status import FleetStatus
 from tests.fakes.channel import Reply
+from tests.gitlog import last_commit
 from tests.unit.cli.fake_fleet import MASTER_KEY, FakeFleet, make_fleet
 
 
@@ -74,7 +74,7 @@ def test_status_shows_gpus_seats_requests_kv_and_aliases(tmp_path: Path) -> None
     ]
     assert seat_line(out, "coder")[:6] == ["coder", "running", "8030", "0", "-", "-"]
     assert "reason -> reason" in out and "clients: none declared" in out
-    head = git.Repo(fake.root).head.commit.hexsha[:12]
+    head = last_commit(fake.root).hexsha[:12]
     assert out.splitlines()[0].startswith(f"lab-fleet  desired {head}  live -")
 
 
