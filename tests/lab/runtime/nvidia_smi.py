@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 
 from gpustate import GpuProcess, driver_gone, gpu_processes, read_gpus, used_mib
 
@@ -180,7 +179,7 @@ def option(argv: list[str], *names: str) -> str | None:
 
 def main(argv: list[str]) -> int:
     """Answer one nvidia-smi invocation."""
-    gpu_dir = Path(os.environ["FLEET_LAB_GPU_DIR"])
+    gpu_dir = os.environ["FLEET_LAB_GPU_DIR"]
     if driver_gone(gpu_dir):
         print(GONE)
         return 9
