@@ -6,8 +6,10 @@ switch and every reset: most of the suite's proxy time. This process imports
 `litellm.proxy.proxy_cli` and `litellm.proxy.proxy_server` once, single-threaded, then
 forks a child per request; the child is the real proxy, started by LiteLLM's own command
 line (`run_server`) with the same arguments `litellm` would get, reading the gateway
-host's config file at its start as usual. Only the import is shared: nothing of a proxy
-runs before the fork (importing starts no thread and no event loop; checked at start).
+host's config file at its start as usual. Only the imports are shared, with the routes'
+state (`warm_routes`: one unmatched request, in an event loop closed again before any
+fork): nothing of a proxy runs before the fork, its start-up and config included, and
+no thread is left running (checked at start).
 
 Requests arrive on stdin, one line each, tab-separated; the answer is one line on stdout:
 
@@ -31,7 +33,7 @@ import threading
 EXITED: dict[int, int] = {}
 
 # What a proxy imports after its start, on its first request or in its start-up, measured
-# with `-X importtime` in a forked proxy (LiteLLM 1.83): ~0.75 s of one core per proxy,
+# with `-X importtime` in a forked proxy (LiteLLM 1.108): ~0.75 s of one core per proxy,
 # the MCP server manager alone 0.46 s. Imported here once, before any fork.
 WARM = (
     "litellm.proxy._experimental.mcp_server.mcp_server_manager",
