@@ -9,7 +9,11 @@ Each client is a thread that sends short chat completions (`max_tokens` small, o
 connection per request, as a client that reconnects would) to one alias at
 `rate_per_client` requests per second, and records every request: its latency, and for a
 failure the status (0 when nothing answered), the first bytes of the body or the error,
-and when it happened (seconds since the load started). The load is bounded in time
+and when it happened (seconds since the load started). A request fails when the gateway
+fails it, or when nothing answers within `timeout`: 120 s by default, the lab gateway's
+own router timeout, so that the client is not the one to give up first. (At 30 s, a
+request queued at the fallback seat during a handoff, on a two-core machine whose cores
+four lab workers kept busy, timed out unanswered.) The load is bounded in time
 (`max_seconds`, then it stops by itself) and in count (`max_requests` per client), and it
 only talks to a loopback address. Used by tests/integration and bench/downtime_bench.py.
 """
@@ -108,7 +112,7 @@ class ClientLoad:
         aliases: list[str],
         clients_per_alias: int = 2,
         rate_per_client: float = 4.0,
-        timeout: float = 30.0,
+        timeout: float = 120.0,
         max_seconds: float = 300.0,
         max_requests: int = 2000,
         max_tokens: int = 4,
