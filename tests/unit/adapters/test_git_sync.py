@@ -4,7 +4,7 @@ replayed onto a moved upstream. On real Git repositories in a temporary director
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import git
@@ -30,8 +30,9 @@ def commit(repo: git.Repo, path: str, text: str, message: str) -> None:
 
 
 @pytest.fixture
-def clones(tmp_path: Path) -> tuple[git.Repo, git.Repo]:
-    """The loop's clone and a person's, of one bare remote."""
+def clones(tmp_path: Path) -> Iterator[tuple[git.Repo, git.Repo]]:
+    """The loop's clone and a person's, of one bare remote (closed afterwards: a Repo keeps
+    the `git cat-file` processes its reads started until it is closed)."""
     git.Repo.init(tmp_path / "remote.git", bare=True)
     loop = git.Repo.init(tmp_path / "loop")
     for repo in (loop,):
@@ -43,7 +44,9 @@ def clones(tmp_path: Path) -> tuple[git.Repo, git.Repo]:
     person = git.Repo.clone_from(str(tmp_path / "remote.git"), tmp_path / "person", branch="main")
     with person.config_writer() as config:
         config.set_value("user", "name", "p").set_value("user", "email", "p@x.invalid")
-    return loop, person
+    yield loop, person
+    loop.close()
+    person.close()
 
 
 def desired(repo: git.Repo) -> Path:
