@@ -273,10 +273,12 @@ def test_down_leaves_nothing_behind_even_after_a_crash(tmp_path: Path, lab: Lab)
     state = LabState.load(probe.root / "state.json")
     dockerd = next(r for r in state.procs if r.role == "dockerd")
     subprocess.run(["kill", "-9", str(dockerd.pid)], check=True)  # the engine dies mid-run
-    Lab(root=probe.root, hosts=tuple(h.spec for h in probe.hosts.values())).down()  # a new run
-    assert leftovers(probe, state) == []
-    assert not (probe.hosts["probe"].root / "docker").exists()
-    probe.down()  # reaps the killed children of this process
+    try:
+        Lab(root=probe.root, hosts=tuple(h.spec for h in probe.hosts.values())).down()  # new run
+        assert leftovers(probe, state) == []
+        assert not (probe.hosts["probe"].root / "docker").exists()
+    finally:
+        probe.down()  # reaps the killed children of this process
 
 
 def test_a_namespace_id_counts_only_with_the_labs_own_mounts(lab: Lab, tmp_path: Path) -> None:

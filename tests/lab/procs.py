@@ -194,6 +194,23 @@ def stop(pids: list[int], timeout: float = 10.0) -> None:
     wait_gone(pids, 5.0)
 
 
+def kill(pids: list[int]) -> None:
+    """SIGKILL the processes and wait (5 s at most) until they are gone."""
+    for pid in pids:
+        send(pid, signal.SIGKILL)
+    wait_gone(pids, 5.0)
+
+
+def describe(pid: int) -> str:
+    """'pid 123 (containerd-shim, state D)', for an error that names a process."""
+    try:
+        text = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return f"pid {pid} (gone)"
+    name = text[text.index("(") + 1 : text.rindex(")")]
+    return f"pid {pid} ({name}, state {text[text.rindex(')') + 2]})"
+
+
 def run(
     command: list[str],
     env: dict[str, str] | None = None,

@@ -28,6 +28,8 @@ import docker
 import docker.errors
 import requests
 
+from tests.waiting import poll
+
 from . import claims, nspawn_cgroup, procs
 from .state import LabState
 
@@ -160,17 +162,32 @@ def procs_read(path: Path) -> str:
         return ""
 
 
-def kill_leftovers(state: LabState, plan: Footprint) -> None:
-    """Anything still in the hosts' namespaces or containers is the lab's: kill it, and
-    look again (a container's shim can start a process while the first ones die, and
-    after its engine was killed -9 it did so a third time in one run on a new machine)."""
+def lab_leftovers(state: LabState, plan: Footprint) -> list[int]:
+    """Live processes in the hosts' namespaces or the hosts' containers."""
     roots = {Path(host["root"]) for host in state.hosts.values()}
-    for _ in range(6):
-        leftovers = procs.pids_in_namespaces(set(plan.namespaces), roots)
-        leftovers += container_pids(container_ids(state))
-        if not leftovers:
-            return
-        procs.stop(sorted(set(leftovers)), timeout=3.0)
+    found = procs.pids_in_namespaces(set(plan.namespaces), roots)
+    return sorted(set(found + container_pids(container_ids(state))))
+
+
+def kill_leftovers(state: LabState, plan: Footprint, timeout: float = 60.0) -> list[int]:
+    """Anything still in the hosts' namespaces or containers is the lab's: SIGKILL it, and
+    look again until two scans in a row find nothing.
+
+    SIGKILL, not SIGTERM: a container's shim that is asked to stop (or sees its container
+    die) starts `runc` to clean up, a new process in the namespace after the scan that
+    found the shim; a killed shim starts nothing. The second scan catches a process that
+    was being forked during the first. Returns what is still left after `timeout` s.
+    """
+    clean = 0
+
+    def settled() -> bool:
+        nonlocal clean
+        left = lab_leftovers(state, plan)
+        procs.kill(left)
+        clean = 0 if left else clean + 1
+        return clean >= 2
+
+    return [] if poll(settled, timeout, interval=0.1) else lab_leftovers(state, plan)
 
 
 def delete_bridges(plan: Footprint) -> None:
@@ -200,8 +217,10 @@ def teardown(state: LabState) -> None:
             clear_engine(state.hosts[record.host]["docker_host"])
     stop_recorded(state)
     plan = footprint(state, claims.others(state.root), ipv4_links())
-    kill_leftovers(state, plan)
+    left = kill_leftovers(state, plan)
     delete_bridges(plan)
     remove_files(state, plan)
+    if left:  # the state stays, so that another down can try again
+        raise procs.LabError(f"down could not end {', '.join(map(procs.describe, left))}")
     claims.release(state)
     state.path.unlink(missing_ok=True)

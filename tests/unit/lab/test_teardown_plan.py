@@ -1,10 +1,14 @@
 """A down removes only what its own state recorded: never another lab's namespaces,
-bridges, compose bridges or run dirs, even when its own state is stale."""
+bridges, compose bridges or run dirs, even when its own state is stale; and it kills
+what is left in its namespaces until it stays gone, or names what it could not end."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from tests.lab import teardown
 from tests.lab.lab import Lab
 from tests.lab.procs import ProcRecord
 from tests.lab.state import LabState
@@ -82,3 +86,29 @@ def test_a_state_from_before_slots_sweeps_no_address_range(tmp_path: Path) -> No
     legacy = LabState(tmp_path / "old" / "state.json", bridges=["fl-tower"])
     links = links_of(Lab(root=tmp_path / "one", slot=2)) | {"br-0123456789ab": ["172.31.8.1"]}
     assert footprint(legacy, [], links).bridges == ("fl-tower",)
+
+
+@pytest.mark.parametrize(
+    ("scans", "timeout", "killed", "left"),
+    [
+        pytest.param([[7], [], []], 30.0, [[7]], [], id="gone-after-one-kill"),
+        pytest.param([[7], [], [9], [], []], 30.0, [[7], [9]], [], id="a-fork-seen-only-later"),
+        pytest.param([[7]] * 100, 0.25, [[7]], [7], id="unkillable-is-named"),
+    ],
+)
+def test_leftovers_are_killed_until_two_scans_in_a_row_find_none(
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    scans: list[list[int]],
+    timeout: float,
+    killed: list[list[int]],
+    left: list[int],
+) -> None:
+    found = iter(scans)
+    kills: list[list[int]] = []
+    monkeypatch.setattr(teardown, "lab_leftovers", lambda state, plan: next(found))
+    monkeypatch.setattr(teardown.procs, "kill", lambda pids: kills.append(pids) if pids else None)
+    state = recorded(Lab(root=tmp_path / "one", slot=4), 600)
+    assert teardown.kill_leftovers(state, Footprint(frozenset(), (), ()), timeout) == left
+    assert kills[: len(killed)] == killed
+    assert all(pids == killed[-1] for pids in kills[len(killed) :])
