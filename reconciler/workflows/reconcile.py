@@ -22,31 +22,29 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from fleet.engines import engine_load
 from fleet.errors import ApplyError, FleetError
 from fleet.facts.engine_metrics import EngineLoad
+from fleet.observed.models import Observation
 from fleet.plan.plan import Plan
-from fleet.plan.reconcile import Attempts, LoadSample, Move, backoff, decide, stuck
+from fleet.plan.reconcile import Attempts, Move, backoff, decide
 from fleet.report.dashboard import Run
 from fleet.report.status import build_status
 from fleet.spec.models import DesiredFleet
 from reconciler.adapters.connections import Connections
 from reconciler.adapters.dashboard import Dashboard
 from reconciler.adapters.git import changed_since, head_commit, sync_upstream
-from reconciler.adapters.http import request_via
 from reconciler.adapters.metrics import FleetMetrics
 from reconciler.adapters.webhook import Notifier, webhook_url
 from reconciler.clock import SYSTEM_CLOCK, Clock
 from reconciler.host import Sessions
-from reconciler.runtimes import adapter_for
 from reconciler.workflows.apply import ApplyOptions, left_behind
 from reconciler.workflows.converge import ApplyRun, apply_and_commit
 from reconciler.workflows.desired import require_valid
 from reconciler.workflows.loop_bench import ScheduledBench
 from reconciler.workflows.plans import build_plan
 from reconciler.workflows.repo import FleetRepo
-from reconciler.workflows.seats import seat_address
 from reconciler.workflows.status import plan_run, secret_values
+from reconciler.workflows.watchdog import Watchdog
 
 HOLDING = ("dirty", "diverged")
 
@@ -78,7 +76,7 @@ class LoopOptions:
 
 @dataclass
 class Reconciler:
-    """The loop's state between cycles: failed attempts, load samples, restarts, bench."""
+    """The loop's state between cycles: failed attempts, the watchdog's samples, bench."""
 
     desired_dir: Path
     options: LoopOptions
@@ -86,8 +84,7 @@ class Reconciler:
     metrics: FleetMetrics = field(default_factory=FleetMetrics)
     stop: threading.Event = field(default_factory=threading.Event)
     attempts: Attempts | None = None
-    samples: dict[str, list[LoadSample]] = field(default_factory=dict)
-    restarted: dict[str, float] = field(default_factory=dict)
+    watchdog: Watchdog = field(default_factory=Watchdog)
     notifier: Notifier | None = None
     push: bool = True
     open_sessions: Callable[[DesiredFleet], AbstractContextManager[Sessions]] = ssh_sessions
@@ -161,7 +158,7 @@ class Reconciler:
         self.bench = self.bench or ScheduledBench(self.clock)
         with self.open_sessions(fleet) as sessions:
             plan, observation = build_plan(repo, sessions, prune=self.options.prune)
-            loads = self._loads(repo, sessions, observation)
+            loads = self.watchdog.sample(repo, sessions, observation, self.clock.monotonic())
             bands = {
                 n: (b.min, b.max)
                 for n, s in fleet.seats.items()
@@ -183,7 +180,7 @@ class Reconciler:
             return code
 
     def _show(
-        self, repo: FleetRepo, plan: Plan, observation: Any, loads: dict[str, EngineLoad]
+        self, repo: FleetRepo, plan: Plan, observation: Observation, loads: dict[str, EngineLoad]
     ) -> None:
         """The cycle's status on the dashboard page, with the loop's own bench results. The
         page is a view: whatever goes wrong drawing it is reported, never stops the loop."""
@@ -205,7 +202,20 @@ class Reconciler:
     def _stamp(self) -> str:
         return datetime.fromtimestamp(self.clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
-    def _measure(self, repo: FleetRepo, sessions: Sessions, observation: Any) -> None:
+    def _apply_run(
+        self, summary: str, commit: str | None, result: str, live: str | None = None
+    ) -> Run:
+        """An apply as the dashboard page lists it."""
+        return Run(
+            at=self._stamp(),
+            kind="apply",
+            summary=summary,
+            desired_commit=commit,
+            live_commit=live,
+            result=result,
+        )
+
+    def _measure(self, repo: FleetRepo, sessions: Sessions, observation: Observation) -> None:
         assert self.bench is not None
         record = repo.bench_record()
         events, stop = self.events.emit, self.stop.is_set
@@ -269,15 +279,7 @@ class Reconciler:
             failures = (self.attempts.failures if self.attempts else 0) + 1
             self.attempts = Attempts(commit or "", failures, self.clock.monotonic())
             self.metrics.applies.labels("rolled-back").inc()
-            self._page(
-                Run(
-                    at=self._stamp(),
-                    kind="apply",
-                    summary=str(err),
-                    desired_commit=commit,
-                    result="rolled back",
-                )
-            )
+            self._page(self._apply_run(str(err), commit, "rolled back"))
             self.events.emit("apply-failed", cause=str(err), failures=failures, commit=commit)
             self._notify("apply-rolled-back", cause=str(err), commit=commit)
             return 1
@@ -288,77 +290,28 @@ class Reconciler:
                 self.metrics.heals.labels(action.target, "drift").inc()
         done = applied.done
         summary = "; ".join(done) or "nothing to change"
-        self._page(
-            Run(
-                at=self._stamp(),
-                kind="apply",
-                summary=summary,
-                desired_commit=commit,
-                live_commit=commit,
-                result=move.value,
-            )
-        )
+        self._page(self._apply_run(summary, commit, move.value, live=commit))
         self.events.emit("applied", move=move.value, done=done, commit=commit, git=applied.git)
         self._notify("apply-succeeded" if move is Move.APPLY else "heal", done=done, commit=commit)
         return 0
 
-    def _loads(
-        self, repo: FleetRepo, sessions: Sessions, observation: Any
-    ) -> dict[str, EngineLoad]:
-        loads: dict[str, EngineLoad] = {}
-        for name, seat in repo.desired.seats.items():
-            found = observation.seat(name)
-            if found is None or not found[1].instance.running:
-                continue
-            host = repo.desired.hosts[seat.host]
-            try:
-                reply = request_via(
-                    sessions.get(seat.host),
-                    seat_address(host),
-                    seat.port,
-                    "GET",
-                    "/metrics",
-                    timeout=5,
-                )
-            except FleetError:
-                continue
-            loads[name] = engine_load(reply.body)
-            seen = self.samples.setdefault(name, [])
-            seen.append(LoadSample(self.clock.monotonic(), loads[name]))
-            del seen[:-50]
-        return loads
-
     def _watchdog(
-        self, repo: FleetRepo, sessions: Sessions, observation: Any, hold: str | None
+        self, repo: FleetRepo, sessions: Sessions, observation: Observation, hold: str | None
     ) -> None:
         settings = repo.desired.settings.reconcile
         if not self.options.watchdog or hold or settings.suspend:
             return
-        for name, seen in self.samples.items():
-            recent = (
-                self.restarted.get(name, -1e18) > self.clock.monotonic() - 3 * settings.stuck_after
-            )
-            found = observation.seat(name)
-            if recent or found is None or not stuck(seen, settings.stuck_after):
-                continue
-            host, live = found
-            self.events.emit(
-                "watchdog-restart",
-                seat=name,
-                host=host.name,
-                reason=f"requests but no token for {settings.stuck_after}s",
-            )
-            spec = repo.desired.hosts[host.name]
-            adapter_for(spec).restart(sessions.get(host.name), spec, live.instance.name)
-            self.restarted[name] = self.clock.monotonic()
-            self.samples[name] = []
+        now = self.clock.monotonic
+        for name, host, live in self.watchdog.stuck_seats(observation, settings.stuck_after, now()):
+            reason = f"requests but no token for {settings.stuck_after}s"
+            self.events.emit("watchdog-restart", seat=name, host=host.name, reason=reason)
+            self.watchdog.restart(repo, sessions, host, (name, live), now())
             self.metrics.heals.labels(name, "stuck").inc()
             self._notify("watchdog-restart", seat=name, host=host.name)
 
     def _notify(self, event: str, **fields: Any) -> None:
         if self.notifier is not None:
-            stamp = datetime.fromtimestamp(self.clock.wall(), UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-            self.notifier.send({"event": event, "at": stamp, **fields})
+            self.notifier.send({"event": event, "at": self._stamp(), **fields})
 
 
 def _generated(desired_dir: Path) -> tuple[str, ...]:

@@ -90,7 +90,7 @@ def test_the_watchdog_restarts_once_per_window_on_the_fake_clock() -> None:
 
     def look() -> None:
         seen = [LoadSample(clock.now - back, busy) for back in (120.0, 60.0, 0.0)]
-        reconciler.samples["coder"] = seen
+        reconciler.watchdog.samples["coder"] = seen
         reconciler._watchdog(repo, sessions, observation, hold=None)  # type: ignore[arg-type]
 
     look()

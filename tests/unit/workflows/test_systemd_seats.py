@@ -219,7 +219,7 @@ def test_the_watchdog_restarts_a_stuck_unit_through_systemctl(fleet: FakeFleet) 
     said = Said()
     loop = Reconciler(Path("desired"), LoopOptions(), said)
     busy = EngineLoad(running=2, waiting=1, generated=500)
-    loop.samples["coder"] = [LoadSample(at, busy) for at in (-200.0, -100.0, -1.0)]
+    loop.watchdog.samples["coder"] = [LoadSample(at, busy) for at in (-200.0, -100.0, -1.0)]
     sessions = FakeSessions(fleet.hosts)
     gpu = fleet.hosts["rtx3090"]
     pid = gpu.systemd.units["fleet-coder.service"].pid

@@ -33,7 +33,7 @@ def loop(suspend: bool = False) -> tuple[Reconciler, FleetRepo, FakeHost, Said]:
     said = Said()
     reconciler = Reconciler(Path("desired"), LoopOptions(), said)
     busy = EngineLoad(running=2, waiting=1, generated=500)
-    reconciler.samples["coder"] = [LoadSample(at, busy) for at in (-200.0, -100.0, -1.0)]
+    reconciler.watchdog.samples["coder"] = [LoadSample(at, busy) for at in (-200.0, -100.0, -1.0)]
     return reconciler, FleetRepo(Path("desired"), fleet, []), FakeHost("tower"), said
 
 
@@ -49,7 +49,7 @@ def test_a_stuck_engine_is_restarted_once_per_window() -> None:
     assert restarts(tower) == ["docker restart fleet-tower-coder-1"]
     assert said.events[0][0] == "watchdog-restart" and said.events[0][1]["seat"] == "coder"
     busy = EngineLoad(running=2, waiting=0, generated=500)
-    reconciler.samples["coder"] = [LoadSample(at, busy) for at in (-200.0, -1.0)]
+    reconciler.watchdog.samples["coder"] = [LoadSample(at, busy) for at in (-200.0, -1.0)]
     reconciler._watchdog(repo, sessions, observation, hold=None)  # type: ignore[arg-type]
     assert len(restarts(tower)) == 1  # not again inside its window
     text = reconciler.metrics.text().decode()
