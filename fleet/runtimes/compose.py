@@ -157,14 +157,17 @@ def render_compose(desired: DesiredFleet, host_name: str) -> str:
 
 def _containers_command(selector: str) -> str:
     """Every container (or those `docker ps` selects), its inspect, its image's, the engine
-    process's live argv (/proc/<pid>/cmdline) and its log since its start."""
+    process's live argv (/proc/<pid>/cmdline) and its log since its start. One short
+    inspect gives both the image ids and what the per-container loop needs."""
     return (
         f"ids=$(docker ps -aq --no-trunc{selector} 2>/dev/null)\nmark docker-rc $?\n"
         'if [ -n "$ids" ]; then\n  mark inspect; docker inspect $ids\n'
+        "  rows=$(docker inspect -f"
+        " '{{.Image}} {{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids)\n"
         "  mark images; docker image inspect"
-        " $(docker inspect -f '{{.Image}}' $ids | sort -u)\n"
-        "  docker inspect -f '{{.Id}} {{.State.Pid}} {{.State.StartedAt}}' $ids |\n"
-        "  while read -r id pid started; do\n"
+        ' $(printf \'%s\\n\' "$rows" | cut -d" " -f1 | sort -u)\n'
+        "  printf '%s\\n' \"$rows\" |\n"
+        "  while read -r image id pid started; do\n"
         '    [ "$pid" -gt 0 ] && { mark cmdline "$id"; cat "/proc/$pid/cmdline"; }\n'
         '    mark logs "$id"; docker logs --since "$started" "$id" 2>&1 |'
         f" head -n {LOG_LINES}\n"

@@ -44,6 +44,31 @@ def nvidia_smi(query: str, rc: int, table: Path | None = None, apps: str = "") -
     )
 
 
+def docker_stub(log: Path) -> str:
+    """A stub docker with two containers of one image, one running (as pid GONE_PID) and one
+    exited; each call's arguments are appended to `log`."""
+    started = "2026-12-01T10:00:00.0Z"
+    image = "sha256:" + "c" * 64
+    containers = [
+        {"Id": cid, "Name": f"/{name}", "Image": image, "State": {"Status": status, "Pid": pid}}
+        for cid, name, status, pid in (
+            ("a1", "seat-a", "running", GONE_PID),
+            ("b2", "seat-b", "exited", 0),
+        )
+    ]
+    images = [{"Id": image, "RepoDigests": ["vllm/vllm-openai@sha256:" + "d" * 64]}]
+    return (
+        f'#!/bin/sh\necho "$*" >> {log}\ncase "$*" in\n'
+        "  ps*) printf 'a1\\nb2\\n';;\n"
+        f"  'inspect -f'*) printf '%s\\n' '{image} a1 {GONE_PID} {started}'"
+        f" '{image} b2 0 {started}';;\n"
+        f"  inspect*) echo '{json.dumps(containers)}';;\n"
+        f"  'image inspect'*) echo '{json.dumps(images)}';;\n"
+        '  logs*) echo "log of $4 since $3";;\n'
+        "esac\n"
+    )
+
+
 def run_alone(entry: str, stubs: dict[str, str], root: Path) -> FactOutput:
     """One fact's entry as the whole script, on a PATH of coreutils and the stubs only."""
     tools = root / "bin"
@@ -169,6 +194,19 @@ CASES: list[Case] = [
         ((), "docker is not answering on this host"),
     ),
     (
+        "containers-with-their-images-and-logs",
+        CONTAINERS,
+        lambda root: ("",),
+        {"docker": docker_stub(Path("/dev/null"))},
+        lambda fact: [
+            (c.name, c.state, c.repo_digests[0][:4], fact.logs[c.id]) for c in fact.instances
+        ],
+        [
+            ("seat-a", "running", "vllm", "log of a1 since 2026-12-01T10:00:00.0Z"),
+            ("seat-b", "exited", "vllm", "log of b2 since 2026-12-01T10:00:00.0Z"),
+        ],
+    ),
+    (
         "containers-docker-down",
         CONTAINERS,
         lambda root: ("",),
@@ -228,3 +266,14 @@ def test_the_cpus_amx_is_read_from_proc_cpuinfo(tmp_path: Path) -> None:
     )
     cpu = run_alone(CPU.entry(), {}, tmp_path)[CPU]
     assert cpu.amx is (None if flags is None else "amx_tile" in flags.split())
+
+
+def test_the_containers_fact_asks_docker_once_per_question(tmp_path: Path) -> None:
+    """One inspect of the containers, one short inspect for their images, pids and start
+    times, one inspect of the distinct images, one log read per container."""
+    calls = tmp_path / "calls"
+    run_alone(CONTAINERS.entry(""), {"docker": docker_stub(calls)}, tmp_path)
+    asked = [" ".join(line.split()[:2]) for line in calls.read_text().splitlines()]
+    once = ["ps -aq", "inspect a1", "inspect -f", "image inspect"]
+    assert asked == [*once, "logs --since", "logs --since"]
+    assert calls.read_text().splitlines()[3] == "image inspect sha256:" + "c" * 64
