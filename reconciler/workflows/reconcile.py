@@ -302,12 +302,12 @@ class Reconciler:
         if not self.options.watchdog or hold or settings.suspend:
             return
         now = self.clock.monotonic
-        for name, host, live in self.watchdog.stuck_seats(observation, settings.stuck_after, now()):
+        for seat in self.watchdog.stuck_seats(observation, settings.stuck_after, now()):
             reason = f"requests but no token for {settings.stuck_after}s"
-            self.events.emit("watchdog-restart", seat=name, host=host.name, reason=reason)
-            self.watchdog.restart(repo, sessions, host, (name, live), now())
-            self.metrics.heals.labels(name, "stuck").inc()
-            self._notify("watchdog-restart", seat=name, host=host.name)
+            self.events.emit("watchdog-restart", seat=seat.name, host=seat.host.name, reason=reason)
+            self.watchdog.restart(repo, sessions, seat, now())
+            self.metrics.heals.labels(seat.name, "stuck").inc()
+            self._notify("watchdog-restart", seat=seat.name, host=seat.host.name)
 
     def _notify(self, event: str, **fields: Any) -> None:
         if self.notifier is not None:

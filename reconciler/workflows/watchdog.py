@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from fleet.engines import engine_load
 from fleet.errors import FleetError
@@ -26,6 +27,14 @@ from reconciler.workflows.seats import seat_address
 
 KEPT_SAMPLES = 50  # per seat: at the default interval, most of an hour
 QUIET_WINDOWS = 3  # stuck_after windows after a restart in which the seat is left alone
+
+
+class StuckSeat(NamedTuple):
+    """A seat the watchdog found stuck: its name, the host it runs on, what runs there."""
+
+    name: str
+    host: ObservedHost
+    live: ObservedSeat
 
 
 @dataclass
@@ -60,27 +69,19 @@ class Watchdog:
 
     def stuck_seats(
         self, observation: Observation, stuck_after: float, now: float
-    ) -> Iterator[tuple[str, ObservedHost, ObservedSeat]]:
+    ) -> Iterator[StuckSeat]:
         """Seats stuck for `stuck_after` s that were not restarted in their quiet windows."""
+        quiet_since = now - QUIET_WINDOWS * stuck_after
         for name, seen in list(self.samples.items()):
-            quiet_since = now - QUIET_WINDOWS * stuck_after
             found = observation.seat(name)
             if self.restarted.get(name, -1e18) > quiet_since or found is None:
                 continue
             if stuck(seen, stuck_after):
-                yield name, *found
+                yield StuckSeat(name, *found)
 
-    def restart(
-        self,
-        repo: FleetRepo,
-        sessions: Sessions,
-        host: ObservedHost,
-        seat: tuple[str, ObservedSeat],
-        now: float,
-    ) -> None:
+    def restart(self, repo: FleetRepo, sessions: Sessions, seat: StuckSeat, now: float) -> None:
         """Restart the seat's engine through its host's runtime; its samples start anew."""
-        name, live = seat
-        spec = repo.desired.hosts[host.name]
-        adapter_for(spec).restart(sessions.get(host.name), spec, live.instance.name)
-        self.restarted[name] = now
-        self.samples[name] = []
+        spec = repo.desired.hosts[seat.host.name]
+        adapter_for(spec).restart(sessions.get(seat.host.name), spec, seat.live.instance.name)
+        self.restarted[seat.name] = now
+        self.samples[seat.name] = []
