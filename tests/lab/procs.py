@@ -49,13 +49,20 @@ class ProcRecord:
         return asdict(self)
 
 
-def stat_fields(pid: int) -> list[str] | None:
-    """/proc/<pid>/stat split after the command name; None if gone."""
+def read_stat(pid: int) -> tuple[str, list[str]] | None:
+    """/proc/<pid>/stat: the command name, and the fields after it; None if gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return text[text.rindex(")") + 2 :].split()
+    end = text.rindex(")")  # the name may hold spaces and parentheses itself
+    return text[text.index("(") + 1 : end], text[end + 2 :].split()
+
+
+def stat_fields(pid: int) -> list[str] | None:
+    """/proc/<pid>/stat split after the command name; None if gone."""
+    stat = read_stat(pid)
+    return stat[1] if stat else None
 
 
 def start_time(pid: int) -> int | None:
@@ -203,12 +210,11 @@ def kill(pids: list[int]) -> None:
 
 def describe(pid: int) -> str:
     """'pid 123 (containerd-shim, state D)', for an error that names a process."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+    stat = read_stat(pid)
+    if stat is None:
         return f"pid {pid} (gone)"
-    name = text[text.index("(") + 1 : text.rindex(")")]
-    return f"pid {pid} ({name}, state {text[text.rindex(')') + 2]})"
+    name, fields = stat
+    return f"pid {pid} ({name}, state {fields[0]})"
 
 
 def run(

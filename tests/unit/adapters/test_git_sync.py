@@ -17,6 +17,7 @@ from reconciler.adapters.git import (
     read_committed,
     sync_upstream,
 )
+from tests.lab.procs import stat_fields
 
 GENERATED = ("inventory/INVENTORY.md", "inventory/INVENTORY.json")
 
@@ -84,14 +85,16 @@ def test_fleets_own_commit_is_replayed_a_persons_is_not(clones: tuple[git.Repo, 
 def git_children() -> set[tuple[int, str]]:
     """This process's live `git` children: (pid, command line)."""
     found = set()
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            cmdline = (stat.parent / "cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except (OSError, IndexError):
+    for entry in Path("/proc").iterdir():
+        fields = stat_fields(int(entry.name)) if entry.name.isdigit() else None
+        if not fields or int(fields[1]) != os.getpid() or fields[0] == "Z":
             continue
-        if int(fields[1]) == os.getpid() and fields[0] != "Z" and cmdline.startswith("git "):
-            found.add((int(stat.parent.name), cmdline.strip()))
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if cmdline.startswith("git "):
+            found.add((int(entry.name), cmdline.strip()))
     return found
 
 
